@@ -1,0 +1,28 @@
+/// What a caller asks the downloader to fetch.
+public struct DownloadRequest: Sendable, Equatable {
+    /// The download's id, chosen by the caller (`doc_42`): 1 to 200 letters, digits or `._:-`.
+    public var id: String
+    /// The http or https URL.
+    public var url: String
+    /// The final file's path, relative to the downloader's root directory.
+    public var destination: String
+    /// A caller-defined group: media id.
+    public var mediaId: String?
+    /// A caller-defined group: media type.
+    public var mediaType: String?
+    /// The SHA-256 the file must have (64 hex digits), checked before the file is put in place.
+    public var sha256: String?
+    /// Higher runs first.
+    public var priority: Int
+
+    /// Makes a request.
+    public init(id: String, url: String, destination: String, mediaId: String? = nil, mediaType: String? = nil, sha256: String? = nil, priority: Int = 0) {
+        self.id = id
+        self.url = url
+        self.destination = destination
+        self.mediaId = mediaId
+        self.mediaType = mediaType
+        self.sha256 = sha256
+        self.priority = priority
+    }
+}

@@ -1,0 +1,395 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+
+/// One download's run: requests, retries, writes and the atomic finish, until the file is
+/// complete, fails for good, pauses, or the task is cancelled.
+struct DownloadRun: Sendable {
+    let id: String
+    let context: EngineContext
+
+    /// What one attempt (a request and its body) came to.
+    enum AttemptOutcome: Sendable {
+        case finished(DownloadRecord)
+        /// The body ended before the whole file arrived (a bounded 206): ask again.
+        case needsMore
+        case restart(String)
+        case retry(CourierError, after: TimeInterval?)
+        case refresh(CourierError)
+        case fail(CourierError)
+    }
+
+    private var config: DownloaderConfiguration { context.configuration }
+    private var db: CourierDatabase { context.database }
+
+    func run() async -> RunOutcome {
+        do {
+            return try await loop()
+        } catch is CancellationError {
+            return .interrupted
+        } catch is ExternalStop {
+            return .stoppedExternally
+        } catch let error as CourierError {
+            if Task.isCancelled { return .interrupted }
+            if error.code == .noSpace { return await pause(with: error) }
+            return await fail(with: error, discardPartial: false)
+        } catch {
+            if Task.isCancelled { return .interrupted }
+            return await fail(with: CourierError(.fileWrite, "unexpected error", underlying: error), discardPartial: false)
+        }
+    }
+
+    private func loop() async throws -> RunOutcome {
+        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], { r in
+            r.state = .downloading
+            r.lastErrorCode = nil
+            r.lastErrorMessage = nil
+        }) else { throw ExternalStop() }
+        context.hub.publish(.stateChanged(id: id, state: .downloading, error: nil))
+
+        let partialURL = context.fileURL(record.partialPath)
+        let finalURL = context.fileURL(record.localFinalPath)
+
+        // Killed between the rename and the record update: the final file is whole.
+        if PartialFile.length(at: partialURL) == 0, let total = record.totalBytes, total > 0,
+           PartialFile.length(at: finalURL) == total,
+           try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
+            if let done = try await markCompleted(length: total) { return .completed(done) }
+            throw ExternalStop()
+        }
+
+        var url = try URLPolicy.validate(record.remoteUrl)
+        var failures = 0
+        var restarts = 0
+        var refreshedBeforeResume = false
+        var refreshedAfterDenial = false
+
+        while true {
+            try Task.checkCancellation()
+            let partialLength = PartialFile.length(at: partialURL)
+            if partialLength > 0, !refreshedBeforeResume, let refresher = context.refresher {
+                refreshedBeforeResume = true
+                if let fresh = try await refresher.refreshedURL(for: record, reason: .beforeResume) {
+                    url = try URLPolicy.validate(fresh)
+                    record = try await persist { $0.remoteUrl = fresh }
+                }
+            }
+            let plan = ResumePlan(partialLength: partialLength, etag: record.etag, lastModified: record.lastModified,
+                                  totalBytes: record.totalBytes, resumable: record.resumable)
+            if plan.discardsPartial {
+                context.logger.info("discarding \(partialLength) kept bytes: nothing ties them to the server's file", metadata: ["id": "\(id)"])
+            }
+            let snapshot = record
+            let attemptURL = url
+            let outcome: AttemptOutcome
+            do {
+                outcome = try await withIdleWatchdog(timeout: config.idleTimeout) { activity in
+                    try await attempt(url: attemptURL, plan: plan, record: snapshot, activity: activity)
+                }
+            } catch let error as CourierError where Self.isRetriable(error) {
+                outcome = .retry(error, after: nil)
+            }
+            record = try await db.record(id: id) ?? record
+
+            switch outcome {
+            case let .finished(done):
+                return .completed(done)
+            case .needsMore:
+                failures = 0
+                continue
+            case let .restart(reason):
+                restarts += 1
+                context.logger.notice("restarting from zero: \(reason)", metadata: ["id": "\(id)"])
+                if restarts > config.maxRestarts {
+                    throw CourierError(.protocolViolation, "gave up after \(restarts - 1) restarts: \(reason)")
+                }
+                try discardPartial(partialURL)
+                record = try await persist { r in
+                    r.bytesReceived = 0; r.etag = nil; r.lastModified = nil; r.totalBytes = nil; r.resumable = true
+                    r.attemptCount += 1
+                }
+                context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: 0, totalBytes: nil)))
+            case let .retry(error, after):
+                // An attempt that moved the partial forward starts the failure count afresh.
+                if PartialFile.length(at: partialURL) > partialLength { failures = 0 }
+                failures += 1
+                record = try await persist { r in
+                    r.attemptCount += 1
+                    r.lastErrorCode = error.code.rawValue
+                    r.lastErrorMessage = error.message
+                    r.bytesReceived = PartialFile.length(at: partialURL)
+                }
+                if failures >= config.retryPolicy.maxAttempts {
+                    throw CourierError(error.code, "\(error.message) (gave up after \(failures) attempts)", httpStatus: error.httpStatus)
+                }
+                let delay = config.retryPolicy.delay(afterFailures: failures, retryAfter: after)
+                context.logger.info("retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
+                try await Task.sleep(for: delay)
+            case let .refresh(error):
+                guard !refreshedAfterDenial, let refresher = context.refresher,
+                      let fresh = try await refresher.refreshedURL(for: record, reason: .accessDenied(status: error.httpStatus ?? 403)) else {
+                    throw error
+                }
+                refreshedAfterDenial = true
+                url = try URLPolicy.validate(fresh)
+                record = try await persist { $0.remoteUrl = fresh }
+            case let .fail(error):
+                throw error
+            }
+        }
+    }
+
+    // MARK: One attempt
+
+    private func attempt(url: URL, plan: ResumePlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
+        var current = url
+        var redirects = 0
+        while true {
+            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: plan.requestHeaders))
+            activity.touch()
+            switch ResponseDisposition.decide(plan: plan, status: response.status, headers: response.headers) {
+            case let .redirect(location):
+                await response.body.drain()
+                redirects += 1
+                guard redirects <= config.maxRedirects else {
+                    return .fail(CourierError(.tooManyRedirects, "more than \(config.maxRedirects) redirects"))
+                }
+                current = try URLPolicy.redirectTarget(location: location, from: current)
+            case let .write(bodyPlan):
+                return try await writeBody(response.body, plan: bodyPlan, record: record, activity: activity)
+            case let .alreadyComplete(total):
+                await response.body.drain()
+                var done = record
+                done.totalBytes = total
+                return try await finish(record: done, length: total, hasher: nil)
+            case let .restart(reason):
+                await response.body.drain()
+                return .restart(reason)
+            case let .retry(error, after):
+                await response.body.drain()
+                return .retry(error, after: after)
+            case let .refreshURL(error):
+                await response.body.drain()
+                return .refresh(error)
+            case let .fail(error):
+                await response.body.drain()
+                return .fail(error)
+            }
+        }
+    }
+
+    private func writeBody(_ body: TransportBody, plan: BodyPlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
+        let partialURL = context.fileURL(record.partialPath)
+        if let max = config.maxFileSize, let total = plan.totalBytes, total > max {
+            return .fail(CourierError(.bodyTooLong, "the file is \(total) bytes, over the \(max)-byte limit"))
+        }
+        if let expected = plan.expectedBodyLength, let available = DiskSpace.available(at: partialURL) {
+            let needed = expected + config.freeSpaceReserve
+            if available < needed {
+                throw CourierError(.noSpace, "not enough free space: \(expected) bytes to come plus a \(config.freeSpaceReserve)-byte reserve, \(available) available")
+            }
+        }
+
+        let file = try PartialFile(url: partialURL, bufferSize: config.writeBufferSize)
+        defer { try? file.close() }
+        if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
+        var hasher: SHA256? = nil
+        if record.expectedSHA256 != nil { hasher = try Self.hasher(prefixOf: partialURL, length: plan.offset) }
+
+        var current = try await persist { r in
+            r.etag = plan.etag
+            r.lastModified = plan.lastModified
+            r.totalBytes = plan.totalBytes
+            r.resumable = plan.resumable
+            r.bytesReceived = plan.offset
+        }
+        context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: plan.offset, totalBytes: plan.totalBytes)))
+
+        let clock = ContinuousClock()
+        let started = clock.now
+        var lastPersist = started
+        var lastEvent = started
+        var meter = ProgressMeter()
+        meter.record(bytes: plan.offset, at: 0)
+        var received: Int64 = 0
+        let limit = config.maxFileSize
+
+        do {
+            for try await buffer in body {
+                activity.touch()
+                let n = Int64(buffer.readableBytes)
+                if let expected = plan.expectedBodyLength, received + n > expected {
+                    // Keep only what the server announced; the rest is not this file.
+                    let keep = Int(expected - received)
+                    try buffer.withUnsafeReadableBytes { raw in
+                        let part = UnsafeRawBufferPointer(rebasing: raw[0..<keep])
+                        try file.append(part)
+                        hasher?.update(bufferPointer: part)
+                    }
+                    try file.flush()
+                    throw CourierError(.bodyTooLong, "the server sent more than the \(expected) bytes it announced")
+                }
+                if let limit, plan.offset + received + n > limit {
+                    throw CourierError(.bodyTooLong, "the body runs past the \(limit)-byte limit")
+                }
+                try buffer.withUnsafeReadableBytes { raw in
+                    try file.append(raw)
+                    hasher?.update(bufferPointer: raw)
+                }
+                received += n
+                let now = clock.now
+                if now - lastEvent >= config.progressEventInterval {
+                    lastEvent = now
+                    let t = Self.seconds(now - started)
+                    meter.record(bytes: file.logicalLength, at: t)
+                    context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: file.logicalLength, totalBytes: plan.totalBytes,
+                                                                   bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: plan.totalBytes))))
+                }
+                if now - lastPersist >= config.progressPersistInterval {
+                    lastPersist = now
+                    try file.flush()   // bytes reach the file before the record claims them
+                    let length = file.logicalLength
+                    guard let updated = try await db.update(id: id, ifStateIn: [.downloading], { $0.bytesReceived = length }) else {
+                        throw ExternalStop()
+                    }
+                    current = updated
+                }
+            }
+        } catch {
+            try? file.flush()
+            if error is CancellationError || Task.isCancelled || error is ExternalStop { throw error }
+            // Persist what we have before reporting the failure.
+            let length = file.logicalLength
+            _ = try? await db.update(id: id, ifStateIn: [.downloading]) { $0.bytesReceived = length }
+            if let e = error as? CourierError, e.code == .bodyTooLong { return .fail(e) }
+            throw error
+        }
+
+        try file.flush()
+        let length = file.logicalLength
+        current = try await persist { $0.bytesReceived = length }
+        context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,
+                                                       bytesPerSecond: meter.bytesPerSecond, secondsRemaining: 0)))
+        if let expected = plan.expectedBodyLength, received < expected {
+            throw CourierError(.shortBody, "the body ended after \(received) of \(expected) announced bytes")
+        }
+        if let total = plan.totalBytes, length < total { return .needsMore }
+        if plan.totalBytes == nil { current.totalBytes = length }
+        try file.sync()
+        try file.close()
+        return try await finish(record: current, length: length, hasher: hasher)
+    }
+
+    // MARK: Finishing
+
+    private func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
+        let partialURL = context.fileURL(record.partialPath)
+        let finalURL = context.fileURL(record.localFinalPath)
+        if let total = record.totalBytes, total != length {
+            try discardPartial(partialURL)
+            _ = try? await persist { r in r.bytesReceived = 0; r.etag = nil; r.lastModified = nil; r.totalBytes = nil }
+            return .fail(CourierError(.sizeMismatch, "the file has \(length) bytes, the server announced \(total)"))
+        }
+        if let expected = record.expectedSHA256 {
+            let actual: String
+            if let hasher {
+                actual = Self.hex(hasher.finalize())
+            } else {
+                actual = try Self.sha256(of: partialURL, length: length)
+            }
+            guard actual == expected else {
+                try discardPartial(partialURL)
+                _ = try? await persist { r in r.bytesReceived = 0; r.etag = nil; r.lastModified = nil; r.totalBytes = nil }
+                return .fail(CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual); the partial file was deleted"))
+            }
+        }
+        try PartialFile.finalize(partial: partialURL, to: finalURL)
+        guard let done = try await markCompleted(length: length) else { throw ExternalStop() }
+        return .finished(done)
+    }
+
+    private func markCompleted(length: Int64) async throws -> DownloadRecord? {
+        try await db.update(id: id, ifStateIn: [.downloading]) { r in
+            r.state = .completed
+            r.bytesReceived = length
+            r.totalBytes = length
+            r.lastErrorCode = nil
+            r.lastErrorMessage = nil
+        }
+    }
+
+    // MARK: Ending badly
+
+    private func fail(with error: CourierError, discardPartial: Bool) async -> RunOutcome {
+        let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
+        if discardPartial, let partialURL { try? self.discardPartial(partialURL) }
+        _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in
+            r.state = .failed
+            r.lastErrorCode = error.code.rawValue
+            r.lastErrorMessage = error.message
+            if let partialURL { r.bytesReceived = PartialFile.length(at: partialURL) }
+        }
+        context.logger.warning("download failed: \(error)", metadata: ["id": "\(id)"])
+        return .failed(error)
+    }
+
+    private func pause(with error: CourierError) async -> RunOutcome {
+        let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
+        _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in
+            r.state = .paused
+            r.lastErrorCode = error.code.rawValue
+            r.lastErrorMessage = error.message
+            if let partialURL { r.bytesReceived = PartialFile.length(at: partialURL) }
+        }
+        context.logger.warning("download paused: \(error)", metadata: ["id": "\(id)"])
+        return .paused(error)
+    }
+
+    // MARK: Helpers
+
+    private func persist(_ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord {
+        guard let r = try await db.update(id: id, ifStateIn: [.downloading], change) else { throw ExternalStop() }
+        return r
+    }
+
+    private func discardPartial(_ url: URL) throws {
+        if unlink(url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", url) }
+    }
+
+    static func isRetriable(_ error: CourierError) -> Bool {
+        [.network, .timeout, .shortBody, .httpServerError, .malformedHeader].contains(error.code)
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    static func hex(_ digest: SHA256.Digest) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// A hasher fed with the first `length` bytes of a file: a resumed download's digest
+    /// covers the kept prefix too, so the check holds across restarts.
+    static func hasher(prefixOf url: URL, length: Int64) throws -> SHA256 {
+        var hasher = SHA256()
+        guard length > 0 else { return hasher }
+        guard let handle = FileHandle(forReadingAtPath: url.path) else {
+            throw CourierError(.fileRead, "cannot read \(url.lastPathComponent) to hash its kept bytes")
+        }
+        defer { try? handle.close() }
+        var remaining = length
+        while remaining > 0 {
+            let data = try handle.read(upToCount: Int(min(remaining, 4 << 20))) ?? Data()
+            guard !data.isEmpty else { throw CourierError(.fileRead, "\(url.lastPathComponent) is shorter than its kept length") }
+            hasher.update(data: data)
+            remaining -= Int64(data.count)
+        }
+        return hasher
+    }
+
+    /// The SHA-256 of a file's first `length` bytes, lowercase hex.
+    static func sha256(of url: URL, length: Int64) throws -> String {
+        hex(try hasher(prefixOf: url, length: length).finalize())
+    }
+}

@@ -1,0 +1,361 @@
+import Foundation
+import Logging
+
+/// Courier's download engine: a scheduler over persisted records.
+///
+/// ```swift
+/// let db = try CourierDatabase(path: ".../courier.sqlite")
+/// let downloader = Downloader(configuration: .init(rootDirectory: documents), database: db)
+/// try await downloader.start()                       // resumes what a relaunch left behind
+/// try await downloader.enqueue(DownloadRequest(id: "doc_42", url: link, destination: "docs/42.pdf"))
+/// for await event in downloader.events(for: "doc_42") { … }
+/// ```
+///
+/// At most ``DownloaderConfiguration/maxConcurrentDownloads`` run at once, by priority then
+/// age. Call ``shutdown()`` before dropping it; interrupted downloads stay resumable.
+public actor Downloader {
+    private let context: EngineContext
+    private let ownsTransport: Bool
+
+    private struct Adopted { var priority: Int; var createdAt: Date }
+    private enum Intent { case pause, cancel, shutdown }
+
+    /// Downloads this process wants to run: queued or running.
+    private var adopted: [String: Adopted] = [:]
+    private var running: [String: Task<Void, Never>] = [:]
+    private var intents: [String: Intent] = [:]
+    private var isShutDown = false
+
+    /// Makes a downloader.
+    /// - Parameters:
+    ///   - configuration: the root directory and the engine's knobs.
+    ///   - database: where records live (Courier's own file, or the app's database).
+    ///   - transport: how to speak HTTP; AsyncHTTPClient by default.
+    ///   - urlRefresher: supplies fresh URLs for expiring links.
+    ///   - logger: where the engine logs; secrets are redacted.
+    public init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: (any HTTPTransport)? = nil,
+                urlRefresher: (any URLRefreshing)? = nil, logger: Logger = Logger(label: "courier")) {
+        self.ownsTransport = transport == nil
+        self.context = EngineContext(configuration: configuration, database: database, transport: transport ?? AsyncHTTPClientTransport(),
+                                     refresher: urlRefresher, logger: logger, hub: EventHub())
+    }
+
+    /// The database the downloader uses.
+    public nonisolated var database: CourierDatabase { context.database }
+
+    /// The configuration.
+    public nonisolated var configuration: DownloaderConfiguration { context.configuration }
+
+    // MARK: Starting downloads
+
+    /// Resumes queued and interrupted downloads when ``DownloaderConfiguration/autoResume``
+    /// is on; call it at launch. Returns the ids it picked up.
+    @discardableResult
+    public func start() async throws -> [String] {
+        guard context.configuration.autoResume else { return [] }
+        return try await resumePendingDownloads()
+    }
+
+    /// Picks up every queued and interrupted (`downloading` at the last stop) record, and
+    /// the paused ones too when `includePaused`. The partial file's real length becomes the
+    /// offset. Returns the ids it picked up.
+    @discardableResult
+    public func resumePendingDownloads(includePaused: Bool = false) async throws -> [String] {
+        try checkOpen()
+        let records = try await context.database.pendingRecords(includePaused: includePaused)
+        var ids: [String] = []
+        for record in records where running[record.id] == nil {
+            let partialLength = PartialFile.length(at: context.fileURL(record.partialPath))
+            guard let updated = try await context.database.update(id: record.id, ifStateIn: [.queued, .downloading, .paused], { r in
+                r.state = .queued
+                r.bytesReceived = partialLength
+            }) else { continue }
+            adopt(updated)
+            ids.append(updated.id)
+        }
+        pump()
+        return ids
+    }
+
+    /// Adds a download, or brings an existing one with the same id back to life: a paused,
+    /// failed or interrupted one resumes; a completed one whose final file is gone or of the
+    /// wrong size downloads again; a completed one whose file is in place is returned as is.
+    @discardableResult
+    public func enqueue(_ request: DownloadRequest) async throws -> DownloadRecord {
+        try checkOpen()
+        let id = try SafePath.validateIdentifier(request.id)
+        _ = try URLPolicy.validate(request.url)
+        let destination = try SafePath.validateRelative(request.destination)
+        let sha = try request.sha256.map(Self.validateSHA256)
+        let partial = destination + ".partial"
+
+        if let existing = try await context.database.record(id: id) {
+            if running[id] != nil { return existing }
+            if existing.state == .completed, existing.localFinalPath == destination, existing.expectedSHA256 == sha || sha == nil,
+               let total = existing.totalBytes, PartialFile.length(at: context.fileURL(destination)) == total,
+               FileManager.default.fileExists(atPath: context.fileURL(destination).path) {
+                return existing
+            }
+            if existing.partialPath != partial {
+                unlink(context.fileURL(existing.partialPath).path)
+            }
+        }
+        let record = try await context.database.write { [request] db -> DownloadRecord in
+            var r: DownloadRecord
+            if var existing = try DownloadRecord.fetchOne(db, key: id) {
+                let fresh = existing.state == .completed || existing.localFinalPath != destination || existing.expectedSHA256 != (sha ?? existing.expectedSHA256)
+                existing.remoteUrl = request.url
+                existing.localFinalPath = destination
+                existing.partialPath = partial
+                existing.mediaId = request.mediaId ?? existing.mediaId
+                existing.mediaType = request.mediaType ?? existing.mediaType
+                existing.expectedSHA256 = sha ?? existing.expectedSHA256
+                existing.priority = request.priority
+                existing.state = .queued
+                existing.attemptCount = 0
+                existing.lastErrorCode = nil
+                existing.lastErrorMessage = nil
+                if fresh {
+                    existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
+                }
+                existing.updatedAt = Date()
+                r = existing
+            } else {
+                r = DownloadRecord(id: id, remoteUrl: request.url, localFinalPath: destination, partialPath: partial,
+                                   mediaId: request.mediaId, mediaType: request.mediaType, expectedSHA256: sha, priority: request.priority)
+            }
+            try r.save(db)
+            return r
+        }
+        if record.bytesReceived == 0 { unlink(context.fileURL(partial).path) }
+        context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
+        adopt(record)
+        pump()
+        return record
+    }
+
+    /// Resumes one download: paused, failed, queued or interrupted. A completed one whose
+    /// final file is missing downloads again.
+    public func resume(id: String) async throws {
+        try checkOpen()
+        guard let record = try await context.database.record(id: id) else {
+            throw CourierError(.notFound, "no download with id \(id)")
+        }
+        if running[id] != nil { return }
+        if record.state == .completed {
+            let final = context.fileURL(record.localFinalPath)
+            if let total = record.totalBytes, PartialFile.length(at: final) == total { return }
+            _ = try await context.database.update(id: id, ifStateIn: [.completed]) { r in
+                r.state = .queued; r.bytesReceived = 0; r.etag = nil; r.lastModified = nil; r.totalBytes = nil
+            }
+        }
+        let partialLength = PartialFile.length(at: context.fileURL(record.partialPath))
+        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], { r in
+            r.state = .queued
+            r.bytesReceived = partialLength
+            r.attemptCount = 0
+            r.lastErrorCode = nil
+            r.lastErrorMessage = nil
+        }) else { throw CourierError(.invalidState, "download \(id) cannot be resumed now") }
+        context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
+        adopt(updated)
+        pump()
+    }
+
+    /// Pauses a download: the partial file and the record stay, and ``resume(id:)`` goes on
+    /// from the kept bytes. Returns once the state is persisted.
+    public func pause(id: String) async throws {
+        adopted[id] = nil
+        if let task = running[id] {
+            intents[id] = .pause
+            task.cancel()
+            await task.value
+            return
+        }
+        guard let record = try await context.database.record(id: id) else {
+            throw CourierError(.notFound, "no download with id \(id)")
+        }
+        guard !record.state.isTerminal else { return }
+        let length = PartialFile.length(at: context.fileURL(record.partialPath))
+        if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { r in
+            r.state = .paused
+            r.bytesReceived = length
+        }) != nil {
+            context.hub.publish(.stateChanged(id: id, state: .paused, error: nil))
+        }
+    }
+
+    /// Cancels a download: its partial file and its record are deleted. A completed
+    /// download's final file is left alone. Returns once both are gone.
+    public func cancel(id: String) async throws {
+        adopted[id] = nil
+        if let task = running[id] {
+            intents[id] = .cancel
+            task.cancel()
+            await task.value
+            return
+        }
+        guard let record = try await context.database.record(id: id) else {
+            throw CourierError(.notFound, "no download with id \(id)")
+        }
+        unlink(context.fileURL(record.partialPath).path)
+        try await context.database.delete(id: id)
+        context.hub.publish(.cancelled(id: id))
+    }
+
+    /// The record with this id.
+    public func record(id: String) async throws -> DownloadRecord? {
+        try await context.database.record(id: id)
+    }
+
+    /// Ids running right now.
+    public var runningIDs: Set<String> { Set(running.keys) }
+
+    /// Waits until the download completes, and returns its record. Throws its error when
+    /// it fails, ``CourierError/Code/paused`` when it pauses, and
+    /// ``CourierError/Code/cancelled`` when it is cancelled.
+    @discardableResult
+    public nonisolated func waitForCompletion(id: String) async throws -> DownloadRecord {
+        for await event in events(for: id) {
+            switch event {
+            case let .completed(record): return record
+            case let .failed(_, error): throw error
+            case .cancelled: throw CourierError(.cancelled, "download \(id) was cancelled")
+            case let .stateChanged(_, .paused, error):
+                throw error.map { CourierError(.paused, "download \(id) paused: \($0.description)") } ?? CourierError(.paused, "download \(id) was paused")
+            default: continue
+            }
+        }
+        throw CourierError(.cancelled, "the downloader shut down before download \(id) finished")
+    }
+
+    /// Stops every running download, leaving each resumable (queued, with its partial), and
+    /// releases the HTTP client. The downloader cannot be used afterwards.
+    public func shutdown() async {
+        guard !isShutDown else { return }
+        isShutDown = true
+        adopted.removeAll()
+        let tasks = running
+        for (id, task) in tasks {
+            intents[id] = .shutdown
+            task.cancel()
+        }
+        for task in tasks.values { await task.value }
+        if ownsTransport { try? await context.transport.shutdown() }
+        context.hub.finishAll()
+    }
+
+    // MARK: Events
+
+    /// The events of one download. It first yields the persisted progress and state (and
+    /// the final event at once, for a download that already ended), then live events, and
+    /// finishes after a final event.
+    public nonisolated func events(for id: String) -> AsyncStream<DownloadEvent> {
+        let hub = context.hub
+        let (key, stream, tombstone) = hub.subscribe(id: id)
+        if let tombstone {
+            hub.seed(key, with: [tombstone])
+            return stream
+        }
+        let database = context.database
+        Task {
+            var snapshot: [DownloadEvent] = []
+            if let record = try? await database.record(id: id) {
+                snapshot.append(.progress(DownloadProgress(id: id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes)))
+                switch record.state {
+                case .completed: snapshot.append(.completed(record))
+                case .failed: snapshot.append(.failed(id: id, error: record.lastError ?? CourierError(.invalidState, "failed")))
+                default: snapshot.append(.stateChanged(id: id, state: record.state, error: record.lastError))
+                }
+            }
+            hub.seed(key, with: snapshot)
+        }
+        return stream
+    }
+
+    /// The events of every download, live, until ``shutdown()``.
+    public nonisolated func events() -> AsyncStream<DownloadEvent> {
+        context.hub.subscribeAll()
+    }
+
+    // MARK: Scheduling
+
+    private func adopt(_ record: DownloadRecord) {
+        adopted[record.id] = Adopted(priority: record.priority, createdAt: record.createdAt)
+    }
+
+    private func pump() {
+        guard !isShutDown else { return }
+        while running.count < max(1, context.configuration.maxConcurrentDownloads) {
+            let candidates = adopted.filter { running[$0.key] == nil }
+            guard let next = candidates.min(by: { a, b in
+                if a.value.priority != b.value.priority { return a.value.priority > b.value.priority }
+                if a.value.createdAt != b.value.createdAt { return a.value.createdAt < b.value.createdAt }
+                return a.key < b.key
+            }) else { return }
+            launch(next.key)
+        }
+    }
+
+    private func launch(_ id: String) {
+        let run = DownloadRun(id: id, context: context)
+        running[id] = Task {
+            let outcome = await run.run()
+            await self.runEnded(id, outcome)
+        }
+    }
+
+    private func runEnded(_ id: String, _ outcome: RunOutcome) async {
+        running[id] = nil
+        adopted[id] = nil
+        let intent = intents.removeValue(forKey: id)
+        let hub = context.hub
+        let db = context.database
+        switch outcome {
+        case let .completed(record):
+            hub.publish(.stateChanged(id: id, state: .completed, error: nil))
+            hub.publish(.completed(record))
+        case let .failed(error):
+            hub.publish(.stateChanged(id: id, state: .failed, error: error))
+            hub.publish(.failed(id: id, error: error))
+        case let .paused(error):
+            hub.publish(.stateChanged(id: id, state: .paused, error: error))
+        case .interrupted:
+            let record = try? await db.record(id: id)
+            let partial = record.map { context.fileURL($0.partialPath) }
+            let length = partial.map { PartialFile.length(at: $0) } ?? 0
+            switch intent {
+            case .cancel:
+                if let partial { unlink(partial.path) }
+                _ = try? await db.delete(id: id)
+                hub.publish(.cancelled(id: id))
+            case .pause:
+                _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in r.state = .paused; r.bytesReceived = length }
+                hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: record?.totalBytes)))
+                hub.publish(.stateChanged(id: id, state: .paused, error: nil))
+            case .shutdown, nil:
+                _ = try? await db.update(id: id, ifStateIn: [.downloading]) { r in r.state = .queued; r.bytesReceived = length }
+            }
+        case .stoppedExternally:
+            if let record = try? await db.record(id: id) {
+                hub.publish(.stateChanged(id: id, state: record.state, error: record.lastError))
+                if record.state == .completed { hub.publish(.completed(record)) }
+            } else {
+                hub.publish(.cancelled(id: id))
+            }
+        }
+        pump()
+    }
+
+    private func checkOpen() throws {
+        if isShutDown { throw CourierError(.invalidState, "the downloader was shut down") }
+    }
+
+    static func validateSHA256(_ text: String) throws -> String {
+        let lower = text.lowercased()
+        guard lower.utf8.count == 64, lower.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else {
+            throw CourierError(.invalidArgument, "a SHA-256 is 64 hexadecimal digits")
+        }
+        return lower
+    }
+}

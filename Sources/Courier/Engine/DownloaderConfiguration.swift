@@ -1,0 +1,34 @@
+import Foundation
+
+/// How a ``Downloader`` behaves.
+public struct DownloaderConfiguration: Sendable {
+    /// The directory every record's paths are relative to.
+    public var rootDirectory: URL
+    /// Downloads running at once (default 4).
+    public var maxConcurrentDownloads: Int = 4
+    /// Whether ``Downloader/start()`` resumes queued and interrupted downloads (default on).
+    public var autoResume: Bool = true
+    /// Backoff for passing failures.
+    public var retryPolicy: RetryPolicy = RetryPolicy()
+    /// An attempt with no byte for this long is aborted and retried (default 30 s).
+    public var idleTimeout: Duration = .seconds(30)
+    /// Free space kept beyond the bytes still to come (default 100 MiB).
+    public var freeSpaceReserve: Int64 = 100 << 20
+    /// The largest file accepted; a body past it fails with ``CourierError/Code/bodyTooLong``.
+    public var maxFileSize: Int64? = nil
+    /// How often progress is written to the database while bytes flow (default 1 s).
+    public var progressPersistInterval: Duration = .seconds(1)
+    /// How often progress events are published while bytes flow (default 0.1 s).
+    public var progressEventInterval: Duration = .milliseconds(100)
+    /// Redirects followed per request (default 5). Never from https to http.
+    public var maxRedirects: Int = 5
+    /// The size of each gathered write to the partial file (default 2 MiB).
+    public var writeBufferSize: Int = 2 << 20
+    /// Restarts from zero in a row (200 to a range, changed validator, …) before failing.
+    public var maxRestarts: Int = 5
+
+    /// Makes a configuration for a root directory.
+    public init(rootDirectory: URL) {
+        self.rootDirectory = rootDirectory.standardizedFileURL
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import Logging
+
+/// What the downloader and its runs share.
+struct EngineContext: Sendable {
+    let configuration: DownloaderConfiguration
+    let database: CourierDatabase
+    let transport: any HTTPTransport
+    let refresher: (any URLRefreshing)?
+    let logger: Logger
+    let hub: EventHub
+
+    /// The absolute URL of a path relative to the root directory.
+    func fileURL(_ relative: String) -> URL {
+        configuration.rootDirectory.appendingPathComponent(relative)
+    }
+}
+
+/// How a run ended.
+enum RunOutcome: Sendable {
+    case completed(DownloadRecord)
+    case failed(CourierError)
+    /// Paused by the engine itself (no space), with the reason.
+    case paused(CourierError)
+    /// The run's task was cancelled (pause, cancel, shutdown): the downloader decides.
+    case interrupted
+    /// Another process paused, cancelled or deleted the record.
+    case stoppedExternally
+}
+
+/// Thrown inside a run when the record left the `downloading` state under it.
+struct ExternalStop: Error {}

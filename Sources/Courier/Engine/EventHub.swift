@@ -1,0 +1,112 @@
+import Foundation
+import Synchronization
+
+/// Fans download events out to subscribers.
+///
+/// A new per-download subscriber is *seeded*: live events are held back until the
+/// persisted snapshot (progress, state, or the final event) has been yielded, so a
+/// subscriber never sees progress go backwards and never misses a final event.
+final class EventHub: Sendable {
+    private struct Subscriber {
+        var continuation: AsyncStream<DownloadEvent>.Continuation
+        var id: String?            // nil: every download
+        var seeded: Bool
+        var held: [DownloadEvent]
+    }
+
+    private struct State {
+        var subscribers: [UInt64: Subscriber] = [:]
+        var nextKey: UInt64 = 0
+        /// Final events of downloads that ended in this process and left no record (cancel).
+        var tombstones: [String: DownloadEvent] = [:]
+        var tombstoneOrder: [String] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Publishes an event to every matching subscriber; a final event ends their streams.
+    func publish(_ event: DownloadEvent) {
+        let toFinish: [AsyncStream<DownloadEvent>.Continuation] = state.withLock { s in
+            if case .cancelled = event {
+                s.tombstones[event.id] = event
+                s.tombstoneOrder.append(event.id)
+                if s.tombstoneOrder.count > 1000 { s.tombstones[s.tombstoneOrder.removeFirst()] = nil }
+            } else if case .stateChanged(_, .queued, _) = event {
+                s.tombstones[event.id] = nil
+            }
+            var finished: [AsyncStream<DownloadEvent>.Continuation] = []
+            for (key, var sub) in s.subscribers {
+                if let id = sub.id, id != event.id { continue }
+                if !sub.seeded {
+                    sub.held.append(event)
+                    s.subscribers[key] = sub
+                    continue
+                }
+                sub.continuation.yield(event)
+                if event.isFinal, sub.id != nil {
+                    finished.append(sub.continuation)
+                    s.subscribers[key] = nil
+                }
+            }
+            return finished
+        }
+        for c in toFinish { c.finish() }
+    }
+
+    /// A stream of every download's events (never seeded, never finished until ``finishAll()``).
+    func subscribeAll() -> AsyncStream<DownloadEvent> {
+        let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        let key = state.withLock { s in
+            s.nextKey += 1
+            s.subscribers[s.nextKey] = Subscriber(continuation: continuation, id: nil, seeded: true, held: [])
+            return s.nextKey
+        }
+        continuation.onTermination = { [weak self] _ in self?.remove(key) }
+        return stream
+    }
+
+    /// A stream for one download; call ``seed(_:with:)`` with the returned key once the
+    /// snapshot is known.
+    func subscribe(id: String) -> (key: UInt64, stream: AsyncStream<DownloadEvent>, tombstone: DownloadEvent?) {
+        let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .bufferingNewest(1000))
+        let (key, tombstone) = state.withLock { s in
+            s.nextKey += 1
+            s.subscribers[s.nextKey] = Subscriber(continuation: continuation, id: id, seeded: false, held: [])
+            return (s.nextKey, s.tombstones[id])
+        }
+        continuation.onTermination = { [weak self] _ in self?.remove(key) }
+        return (key, stream, tombstone)
+    }
+
+    /// Yields the snapshot, then the events held meanwhile; finishes on a final event.
+    func seed(_ key: UInt64, with snapshot: [DownloadEvent]) {
+        let finish: AsyncStream<DownloadEvent>.Continuation? = state.withLock { s in
+            guard var sub = s.subscribers[key] else { return nil }
+            for event in snapshot + sub.held {
+                sub.continuation.yield(event)
+                if event.isFinal {
+                    s.subscribers[key] = nil
+                    return sub.continuation
+                }
+            }
+            sub.held = []
+            sub.seeded = true
+            s.subscribers[key] = sub
+            return nil
+        }
+        finish?.finish()
+    }
+
+    /// Ends every stream (the downloader is shutting down).
+    func finishAll() {
+        let all = state.withLock { s -> [AsyncStream<DownloadEvent>.Continuation] in
+            defer { s.subscribers.removeAll() }
+            return s.subscribers.values.map(\.continuation)
+        }
+        for c in all { c.finish() }
+    }
+
+    private func remove(_ key: UInt64) {
+        state.withLock { _ = $0.subscribers.removeValue(forKey: key) }
+    }
+}

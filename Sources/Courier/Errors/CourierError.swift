@@ -1,0 +1,109 @@
+import Foundation
+
+/// The one error type Courier throws and records.
+///
+/// Match on ``code`` in a `catch`:
+/// ```swift
+/// catch let error as CourierError where error.code == .checksumMismatch { … }
+/// ```
+/// The ``message`` is meant for people and never contains secrets: URLs in it are redacted.
+public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable, machine-readable error code. The set is extensible: libraries built on
+    /// Courier add their own codes as static constants in an extension.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The code's text, such as `E_NO_SPACE`; stored in the database and printed by the CLI.
+        public let rawValue: String
+        /// Makes a code from its text.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The code's text.
+        public var description: String { rawValue }
+    }
+
+    /// What went wrong, as a code.
+    public var code: Code
+    /// What went wrong, for people. Secrets are redacted.
+    public var message: String
+    /// The HTTP status that caused the error, when there was one.
+    public var httpStatus: Int?
+    /// A description of the lower-level error, redacted, when there was one.
+    public var underlying: String?
+
+    /// Makes an error. The message and the underlying error's description are redacted.
+    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, underlying: (any Error)? = nil) {
+        self.code = code
+        self.message = Redactor.redact(message)
+        self.httpStatus = httpStatus
+        self.underlying = underlying.map { Redactor.redact(String(describing: $0)) }
+    }
+
+    /// `CODE: message`.
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+extension CourierError.Code {
+    // Input
+    /// A URL that cannot be parsed or has no host.
+    public static let invalidURL = Self(rawValue: "E_INVALID_URL")
+    /// A scheme other than http or https.
+    public static let unsupportedScheme = Self(rawValue: "E_UNSUPPORTED_SCHEME")
+    /// A path that is absolute, climbs out of the root, or holds forbidden characters.
+    public static let invalidPath = Self(rawValue: "E_INVALID_PATH")
+    /// A malformed SHA-256 or another argument the caller got wrong.
+    public static let invalidArgument = Self(rawValue: "E_INVALID_ARGUMENT")
+
+    // Redirects
+    /// A redirect from https to http.
+    public static let insecureRedirect = Self(rawValue: "E_INSECURE_REDIRECT")
+    /// More redirects than allowed (5).
+    public static let tooManyRedirects = Self(rawValue: "E_TOO_MANY_REDIRECTS")
+
+    // HTTP
+    /// A 4xx answer other than the ones retried (408, 429) or refreshed (401, 403, 410).
+    public static let httpClientError = Self(rawValue: "E_HTTP_4XX")
+    /// A 5xx answer, after the retries ran out.
+    public static let httpServerError = Self(rawValue: "E_HTTP_5XX")
+    /// 401, 403 or 410, still so after a URL refresh (or with no refresher).
+    public static let accessDenied = Self(rawValue: "E_ACCESS_DENIED")
+    /// A header that does not parse.
+    public static let malformedHeader = Self(rawValue: "E_MALFORMED_HEADER")
+    /// A reply that breaks the protocol (a 206 with no usable Content-Range, an unexpected status).
+    public static let protocolViolation = Self(rawValue: "E_PROTOCOL")
+
+    // Transport
+    /// The connection failed or dropped.
+    public static let network = Self(rawValue: "E_NETWORK")
+    /// No byte arrived within the idle timeout (seed 004's code).
+    public static let timeout = Self(rawValue: "E_TIMEOUT")
+    /// The body ended before the announced length.
+    public static let shortBody = Self(rawValue: "E_SHORT_BODY")
+    /// The body ran past the announced length or the maximum size.
+    public static let bodyTooLong = Self(rawValue: "E_BODY_TOO_LONG")
+
+    // Integrity
+    /// The finished file's size differs from the announced total.
+    public static let sizeMismatch = Self(rawValue: "E_SIZE_MISMATCH")
+    /// The finished file's SHA-256 differs from the expected one.
+    public static let checksumMismatch = Self(rawValue: "E_CHECKSUM_MISMATCH")
+
+    // Files (seed 004's codes among them)
+    /// Not enough free space, before start or while writing (ENOSPC).
+    public static let noSpace = Self(rawValue: "E_NO_SPACE")
+    /// A file that should exist does not.
+    public static let fileNotFound = Self(rawValue: "E_FNF")
+    /// A file could not be read.
+    public static let fileRead = Self(rawValue: "E_FNF_READ")
+    /// A file could not be written, created or renamed.
+    public static let fileWrite = Self(rawValue: "E_FNF_WRITE")
+
+    // Store and lifecycle
+    /// No download record with that id.
+    public static let notFound = Self(rawValue: "E_NOT_FOUND")
+    /// The database failed or is corrupt.
+    public static let database = Self(rawValue: "E_DATABASE")
+    /// The operation does not fit the download's state.
+    public static let invalidState = Self(rawValue: "E_INVALID_STATE")
+    /// The download was paused (by the caller, a signal, or another process).
+    public static let paused = Self(rawValue: "E_PAUSED")
+    /// The download was cancelled and discarded.
+    public static let cancelled = Self(rawValue: "E_CANCELLED")
+}

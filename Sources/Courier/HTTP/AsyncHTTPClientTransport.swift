@@ -1,0 +1,94 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+
+/// ``HTTPTransport`` over AsyncHTTPClient: connection pooling, TLS with certificate
+/// verification, no redirect following, and bounded decompression for servers that
+/// compress although asked not to.
+public final class AsyncHTTPClientTransport: HTTPTransport {
+    private let client: HTTPClient
+    private let ownsClient: Bool
+
+    /// Makes a transport with its own client.
+    /// - Parameters:
+    ///   - connectTimeout: how long a connection may take to open.
+    ///   - decompressionRatioLimit: the largest decoded/encoded ratio accepted from a server
+    ///     that compresses anyway (a bound against decompression bombs).
+    public init(connectTimeout: Duration = .seconds(15), decompressionRatioLimit: Int = 100) {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000 + connectTimeout.components.attoseconds / 1_000_000_000)),
+            decompression: .enabled(limit: .ratio(decompressionRatioLimit))
+        )
+        configuration.httpVersion = .http1Only
+        configuration.connectionPool = .init(idleTimeout: .seconds(30))
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.ownsClient = true
+    }
+
+    /// Uses an existing client. It must be configured not to follow redirects.
+    public init(client: HTTPClient) {
+        self.client = client
+        self.ownsClient = false
+    }
+
+    /// Sends the request; maps AsyncHTTPClient's errors to ``CourierError``.
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var req = HTTPClientRequest(url: request.url)
+        req.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { req.headers.add(name: name, value: value) }
+        do {
+            let response = try await client.execute(req, deadline: .distantFuture)
+            return TransportResponse(status: Int(response.status.code), headers: response.headers, body: TransportBody(MappedBody(base: response.body)))
+        } catch {
+            throw Self.map(error, url: request.url)
+        }
+    }
+
+    /// Shuts the client down when this transport made it.
+    public func shutdown() async throws {
+        if ownsClient { try await client.shutdown() }
+    }
+
+    static func map(_ error: any Error, url: String) -> any Error {
+        if error is CancellationError { return error }
+        if let e = error as? CourierError { return e }
+        if let e = error as? HTTPClientError, e == .cancelled { return CancellationError() }
+        if error is NIOHTTPDecompression.DecompressionError {
+            return CourierError(.bodyTooLong, "the server's compressed body decodes past the allowed size", underlying: error)
+        }
+        if let e = error as? HTTPClientError, e == .deadlineExceeded || e == .connectTimeout || e == .readTimeout {
+            return CourierError(.timeout, "timed out talking to \(url)", underlying: error)
+        }
+        if let e = error as? HTTPClientError, e == .invalidURL || e == .emptyHost || e == .emptyScheme {
+            return CourierError(.invalidURL, "invalid URL \(url)", underlying: error)
+        }
+        if let e = error as? HTTPClientError, e == .unsupportedScheme("") || String(describing: e).contains("unsupportedScheme") {
+            return CourierError(.unsupportedScheme, "unsupported scheme in \(url)", underlying: error)
+        }
+        return CourierError(.network, "network error talking to \(url): \(Redactor.redact(String(describing: error)))", underlying: error)
+    }
+}
+
+/// Maps body errors (connection dropped mid-body) to ``CourierError``.
+private struct MappedBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let base: HTTPClientResponse.Body
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: HTTPClientResponse.Body.AsyncIterator
+        mutating func next() async throws -> ByteBuffer? {
+            do { return try await base.next() } catch {
+                let mapped = AsyncHTTPClientTransport.map(error, url: "the server")
+                if let c = mapped as? CourierError, c.code == .network {
+                    throw CourierError(.network, "the connection dropped mid-body", underlying: error)
+                }
+                throw mapped
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator()) }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import NIOHTTP1
+
+/// Where and how to write a reply's body.
+public struct BodyPlan: Equatable, Sendable {
+    /// The file offset of the body's first byte; the partial is cut to this length first.
+    public var offset: Int64
+    /// How many bytes the body must carry, when the reply says (Content-Length, or the
+    /// Content-Range length). `nil` for a compressed or chunked body of unknown length.
+    public var expectedBodyLength: Int64?
+    /// The complete size of the file, when known.
+    public var totalBytes: Int64?
+    /// The reply's ETag, to store for the next `If-Range`.
+    public var etag: String?
+    /// The reply's Last-Modified, to store for the next `If-Range`.
+    public var lastModified: String?
+    /// Whether an interrupted body can be resumed later (false for compressed bodies).
+    public var resumable: Bool
+}
+
+/// What a reply means for a download: the pure decision at the heart of resume.
+///
+/// Rules (design.md, pitfalls.md): 206 is appended only at the offset its `Content-Range`
+/// names, when its total and validator agree with what we hold; 200 always starts over;
+/// 416 completes only when `*/N` equals the partial's length; a compressed reply is written
+/// but never resumed.
+public enum ResponseDisposition: Equatable, Sendable {
+    /// Write the body as the plan says.
+    case write(BodyPlan)
+    /// The partial already holds the whole file of this many bytes.
+    case alreadyComplete(totalBytes: Int64)
+    /// Discard the partial and ask again from zero, without `Range`.
+    case restart(reason: String)
+    /// Follow a redirect to this location (relative or absolute, unresolved).
+    case redirect(location: String)
+    /// A passing failure: try again, after the server's `Retry-After` when it gave one.
+    case retry(CourierError, after: TimeInterval?)
+    /// Access denied or gone: ask the URL refresher for a fresh URL once, else fail.
+    case refreshURL(CourierError)
+    /// A failure that trying again will not fix.
+    case fail(CourierError)
+
+    /// Decides what a reply means.
+    /// - Parameters:
+    ///   - plan: the plan the request was made from.
+    ///   - status: the reply's status code.
+    ///   - headers: the reply's headers.
+    ///   - now: the current time, for `Retry-After` dates.
+    public static func decide(plan: ResumePlan, status: Int, headers: HTTPHeaders, now: Date = Date()) -> ResponseDisposition {
+        let etag = headers.first(name: "ETag")
+        let lastModified = headers.first(name: "Last-Modified")
+        let compressed = isCompressed(headers)
+        let contentLength = headers.first(name: "Content-Length").flatMap { HTTPNumber.parse($0.trimmingHTTPWhitespace()) }
+        if headers.first(name: "Content-Length") != nil, contentLength == nil || Set(headers[canonicalForm: "Content-Length"].map { String($0) }).count > 1 {
+            return .retry(CourierError(.malformedHeader, "malformed or conflicting Content-Length", httpStatus: status), after: nil)
+        }
+
+        switch status {
+        case 200:
+            let length = compressed ? nil : contentLength
+            return .write(BodyPlan(offset: 0, expectedBodyLength: length, totalBytes: length, etag: etag, lastModified: lastModified, resumable: !compressed && !rangesRefused(headers)))
+
+        case 206:
+            if compressed {
+                return .restart(reason: "206 with a compressed body: ranges over encoded bytes cannot be resumed")
+            }
+            guard let rawRange = headers.first(name: "Content-Range") else {
+                return .restart(reason: "206 without Content-Range")
+            }
+            guard let range = try? ContentRange(parsing: rawRange), case let .satisfied(first, last, complete) = range else {
+                return .restart(reason: "206 with a malformed Content-Range")
+            }
+            if let contentLength, contentLength != last - first + 1 {
+                return .restart(reason: "206 whose Content-Length disagrees with its Content-Range")
+            }
+            if plan.offset == 0 && first != 0 {
+                return .restart(reason: "206 to a request without Range")
+            }
+            if first > plan.offset {
+                return .restart(reason: "206 starts at \(first), after the \(plan.offset) bytes we hold")
+            }
+            if let known = plan.knownTotal, let complete, known != complete {
+                return .restart(reason: "the file's size changed from \(known) to \(complete)")
+            }
+            if validatorChanged(plan: plan, etag: etag, lastModified: lastModified) {
+                return .restart(reason: "the file changed on the server (validator differs)")
+            }
+            let total = complete ?? plan.knownTotal
+            return .write(BodyPlan(
+                offset: first, expectedBodyLength: last - first + 1, totalBytes: total,
+                etag: etag ?? storedETag(plan), lastModified: lastModified ?? storedLastModified(plan), resumable: true))
+
+        case 416:
+            if let raw = headers.first(name: "Content-Range"), let range = try? ContentRange(parsing: raw),
+               case let .unsatisfied(complete) = range, plan.offset > 0, complete == plan.offset,
+               plan.knownTotal == nil || plan.knownTotal == complete {
+                return .alreadyComplete(totalBytes: complete)
+            }
+            return .restart(reason: "416: the range we asked for does not fit the file")
+
+        case 301, 302, 303, 307, 308:
+            guard let location = headers.first(name: "Location"), !location.isEmpty else {
+                return .fail(CourierError(.protocolViolation, "redirect \(status) without a Location", httpStatus: status))
+            }
+            return .redirect(location: location)
+
+        case 401, 403, 410:
+            return .refreshURL(CourierError(.accessDenied, "the server answered \(status) \(reasonPhrase(status))", httpStatus: status))
+
+        case 408, 429:
+            return .retry(CourierError(.httpClientError, "the server answered \(status) \(reasonPhrase(status))", httpStatus: status), after: retryAfter(headers, now: now))
+
+        case 501, 505:
+            return .fail(CourierError(.httpServerError, "the server answered \(status) \(reasonPhrase(status))", httpStatus: status))
+
+        case 500...599:
+            return .retry(CourierError(.httpServerError, "the server answered \(status) \(reasonPhrase(status))", httpStatus: status), after: retryAfter(headers, now: now))
+
+        case 400...499:
+            return .fail(CourierError(.httpClientError, "the server answered \(status) \(reasonPhrase(status))", httpStatus: status))
+
+        default:
+            return .fail(CourierError(.protocolViolation, "unexpected status \(status)", httpStatus: status))
+        }
+    }
+
+    /// Whether the body is content-coded (anything but `identity`), and so not resumable.
+    public static func isCompressed(_ headers: HTTPHeaders) -> Bool {
+        headers[canonicalForm: "Content-Encoding"].contains { coding in
+            let c = coding.trimmingCharacters(in: .whitespaces).lowercased()
+            return !c.isEmpty && c != "identity"
+        }
+    }
+
+    private static func rangesRefused(_ headers: HTTPHeaders) -> Bool {
+        headers.first(name: "Accept-Ranges")?.trimmingHTTPWhitespace().lowercased() == "none"
+    }
+
+    private static func validatorChanged(plan: ResumePlan, etag: String?, lastModified: String?) -> Bool {
+        switch plan.validator {
+        case let .strongETag(ours):
+            guard let etag else { return false }
+            guard let theirs = try? EntityTag(parsing: etag) else { return true }
+            return !ours.strongMatches(theirs)
+        case let .lastModified(ours):
+            guard let lastModified else { return false }
+            return HTTPDate.parse(lastModified) != HTTPDate.parse(ours)
+        case nil:
+            return false
+        }
+    }
+
+    private static func storedETag(_ plan: ResumePlan) -> String? {
+        if case let .strongETag(tag) = plan.validator { return tag.description }
+        return nil
+    }
+
+    private static func storedLastModified(_ plan: ResumePlan) -> String? {
+        if case let .lastModified(date) = plan.validator { return date }
+        return nil
+    }
+
+    private static func retryAfter(_ headers: HTTPHeaders, now: Date) -> TimeInterval? {
+        headers.first(name: "Retry-After").flatMap { try? RetryAfter.parse($0, now: now) }
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        HTTPResponseStatus(statusCode: status).reasonPhrase
+    }
+}

@@ -1,0 +1,50 @@
+/// What to ask the server for, given what the partial file holds and what we stored about it.
+///
+/// Resume only when it is safe: the partial is non-empty, the earlier reply was resumable
+/// (not compressed), and something ties the kept bytes to a version of the resource — a
+/// strong ETag or Last-Modified (sent in `If-Range`), or at least a known total size that
+/// the 206 must repeat. Otherwise start from zero.
+public struct ResumePlan: Equatable, Sendable {
+    /// The offset asked for with `Range: bytes=offset-`; 0 means a plain full request.
+    public let offset: Int64
+    /// The validator sent in `If-Range`, when resuming with one.
+    public let validator: Validator?
+    /// The complete size the earlier replies announced, when known.
+    public let knownTotal: Int64?
+    /// The partial file's length before this request; more than `offset` when the partial
+    /// is to be discarded.
+    public let partialLength: Int64
+
+    /// Plans the next request.
+    /// - Parameters:
+    ///   - partialLength: the real length of the `.partial` file (the truth of progress).
+    ///   - etag, lastModified: the validators stored from the earlier reply.
+    ///   - totalBytes: the complete size stored from the earlier reply.
+    ///   - resumable: `false` when the earlier reply cannot be resumed (compressed body).
+    public init(partialLength: Int64, etag: String?, lastModified: String?, totalBytes: Int64?, resumable: Bool) {
+        self.partialLength = partialLength
+        let validator = Validator.choose(etag: etag, lastModified: lastModified)
+        self.knownTotal = totalBytes
+        if partialLength > 0, resumable, validator != nil || totalBytes != nil {
+            self.offset = partialLength
+            self.validator = validator
+        } else {
+            self.offset = 0
+            self.validator = nil
+        }
+    }
+
+    /// Whether the plan throws away bytes the partial holds.
+    public var discardsPartial: Bool { partialLength > 0 && offset == 0 }
+
+    /// The headers to send: always `Accept-Encoding: identity`; when resuming, `Range`
+    /// and (with a validator) `If-Range`.
+    public var requestHeaders: [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")]
+        if offset > 0 {
+            headers.append(("Range", "bytes=\(offset)-"))
+            if let validator { headers.append(("If-Range", validator.ifRangeValue)) }
+        }
+        return headers
+    }
+}

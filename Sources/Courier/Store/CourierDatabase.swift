@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+
+/// Courier's persistence: a small `Sendable` front over any GRDB `DatabaseWriter`.
+///
+/// Open its own file with ``init(path:)``, or join the app's database with
+/// ``init(writer:)`` so the app can join Courier's tables and write both in one
+/// transaction. Migrations run in `init`.
+public struct CourierDatabase: Sendable {
+    /// The database Courier reads and writes.
+    public let writer: any DatabaseWriter
+
+    /// Joins an existing database (the app's), registering Courier's migrations there.
+    public init(writer: any DatabaseWriter) throws {
+        self.writer = writer
+        do {
+            try Self.migrator.migrate(writer)
+        } catch {
+            throw CourierError(.database, "cannot prepare Courier's tables", underlying: error)
+        }
+    }
+
+    /// Opens (creating it and its directory if needed) a database file of Courier's own, in
+    /// WAL mode with a busy timeout, so a second process waits instead of failing.
+    public init(path: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            var config = Configuration()
+            config.busyMode = .timeout(10)
+            let pool = try DatabasePool(path: path, configuration: config)
+            try self.init(writer: pool)
+        } catch let error as CourierError {
+            throw error
+        } catch {
+            throw CourierError(.database, "cannot open the database at \(path)", underlying: error)
+        }
+    }
+
+    /// An in-memory database, for tests and previews.
+    public static func inMemory() throws -> CourierDatabase {
+        try CourierDatabase(writer: DatabaseQueue())
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("courier.v1.downloads") { db in
+            try db.create(table: DownloadRecord.databaseTableName) { t in
+                t.column("id", .text).primaryKey()
+                t.column("mediaId", .text)
+                t.column("mediaType", .text)
+                t.column("remoteUrl", .text).notNull()
+                t.column("localFinalPath", .text).notNull()
+                t.column("partialPath", .text).notNull()
+                t.column("bytesReceived", .integer).notNull().defaults(to: 0)
+                t.column("totalBytes", .integer)
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("resumable", .boolean).notNull().defaults(to: true)
+                t.column("state", .text).notNull()
+                t.column("expectedSHA256", .text)
+                t.column("priority", .integer).notNull().defaults(to: 0)
+                t.column("attemptCount", .integer).notNull().defaults(to: 0)
+                t.column("lastErrorCode", .text)
+                t.column("lastErrorMessage", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+                t.uniqueKey(["mediaType", "mediaId"])
+            }
+            try db.create(index: "courierDownload_schedule", on: DownloadRecord.databaseTableName, columns: ["state", "priority", "createdAt"])
+        }
+        return migrator
+    }
+}
+
+extension CourierDatabase {
+    /// Runs a write, mapping database errors to ``CourierError/Code/database``.
+    func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        do { return try await writer.write(body) } catch let e as CourierError { throw e } catch {
+            throw CourierError(.database, "database write failed", underlying: error)
+        }
+    }
+
+    /// Runs a read, mapping database errors to ``CourierError/Code/database``.
+    func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        do { return try await writer.read(body) } catch let e as CourierError { throw e } catch {
+            throw CourierError(.database, "database read failed", underlying: error)
+        }
+    }
+
+    /// The record with this id.
+    public func record(id: String) async throws -> DownloadRecord? {
+        try await read { db in try DownloadRecord.fetchOne(db, key: id) }
+    }
+
+    /// All records, oldest first.
+    public func allRecords() async throws -> [DownloadRecord] {
+        try await read { db in try DownloadRecord.order(DownloadRecord.Columns.createdAt, DownloadRecord.Columns.id).fetchAll(db) }
+    }
+
+    /// Records that are neither completed nor failed, in scheduling order.
+    public func pendingRecords(includePaused: Bool) async throws -> [DownloadRecord] {
+        let states: [DownloadState] = includePaused ? [.queued, .downloading, .paused] : [.queued, .downloading]
+        return try await read { db in
+            try DownloadRecord
+                .filter(states.map(\.rawValue).contains(DownloadRecord.Columns.state))
+                .order(DownloadRecord.Columns.priority.desc, DownloadRecord.Columns.createdAt, DownloadRecord.Columns.id)
+                .fetchAll(db)
+        }
+    }
+
+    /// Inserts or replaces a record.
+    public func save(_ record: DownloadRecord) async throws {
+        try await write { db in try record.save(db) }
+    }
+
+    /// Deletes a record; returns whether there was one.
+    @discardableResult
+    public func delete(id: String) async throws -> Bool {
+        try await write { db in try DownloadRecord.deleteOne(db, key: id) }
+    }
+
+    /// Applies a change to a record only while it is still in one of `expected` states, so
+    /// a pause or cancel made by another process is never overwritten. Returns the updated
+    /// record, or `nil` when the record is gone or in another state.
+    public func update(id: String, ifStateIn expected: Set<DownloadState>, _ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
+        try await write { db in
+            guard var record = try DownloadRecord.fetchOne(db, key: id), expected.contains(record.state) else { return nil }
+            change(&record)
+            record.updatedAt = Date()
+            try record.update(db)
+            return record
+        }
+    }
+}

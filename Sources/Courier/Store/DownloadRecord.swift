@@ -1,0 +1,89 @@
+import Foundation
+import GRDB
+
+/// One download, persisted: seed 000's record plus what the engine's decisions need.
+///
+/// Paths are relative to the downloader's root directory, never absolute, so they survive
+/// a moved app container.
+public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, FetchableRecord, PersistableRecord {
+    /// The table's name.
+    public static let databaseTableName = "courierDownload"
+
+    /// The caller's id for the download (`doc_42`, `video_7`, …).
+    public var id: String
+    /// A caller-defined group: the media's id (seed 000's `mediaId`).
+    public var mediaId: String?
+    /// A caller-defined group: the media's type (`document`, `video`, …).
+    public var mediaType: String?
+    /// The URL to fetch. Secrets in it are redacted wherever it is printed.
+    public var remoteUrl: String
+    /// The final file, relative to the root directory.
+    public var localFinalPath: String
+    /// The `.partial` file, relative to the root directory.
+    public var partialPath: String
+    /// Bytes known to be in the partial file (the file's real length wins on start-up).
+    public var bytesReceived: Int64
+    /// The complete size, once a reply announced it.
+    public var totalBytes: Int64?
+    /// The last reply's ETag.
+    public var etag: String?
+    /// The last reply's Last-Modified.
+    public var lastModified: String?
+    /// Whether the partial may be resumed (false after a compressed reply).
+    public var resumable: Bool
+    /// Where the download stands.
+    public var state: DownloadState
+    /// The SHA-256 the finished file must have, lowercase hex, when the caller gave one.
+    public var expectedSHA256: String?
+    /// Higher runs first; ties run oldest first.
+    public var priority: Int
+    /// Attempts made so far (requests that failed and were retried count).
+    public var attemptCount: Int
+    /// The code of the last error, when there was one.
+    public var lastErrorCode: String?
+    /// The message of the last error (redacted).
+    public var lastErrorMessage: String?
+    /// When the record was made.
+    public var createdAt: Date
+    /// When the record last changed.
+    public var updatedAt: Date
+
+    /// Makes a fresh, queued record.
+    public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,
+                mediaType: String? = nil, expectedSHA256: String? = nil, priority: Int = 0, now: Date = Date()) {
+        self.id = id
+        self.mediaId = mediaId
+        self.mediaType = mediaType
+        self.remoteUrl = remoteUrl
+        self.localFinalPath = localFinalPath
+        self.partialPath = partialPath
+        self.bytesReceived = 0
+        self.totalBytes = nil
+        self.etag = nil
+        self.lastModified = nil
+        self.resumable = true
+        self.state = .queued
+        self.expectedSHA256 = expectedSHA256
+        self.priority = priority
+        self.attemptCount = 0
+        self.lastErrorCode = nil
+        self.lastErrorMessage = nil
+        self.createdAt = now
+        self.updatedAt = now
+    }
+
+    /// The last error, rebuilt from its stored code and message.
+    public var lastError: CourierError? {
+        lastErrorCode.map { CourierError(.init(rawValue: $0), lastErrorMessage ?? "") }
+    }
+
+    /// Column names, for queries.
+    public enum Columns {
+        public static let id = Column(CodingKeys.id)
+        public static let state = Column(CodingKeys.state)
+        public static let priority = Column(CodingKeys.priority)
+        public static let createdAt = Column(CodingKeys.createdAt)
+        public static let bytesReceived = Column(CodingKeys.bytesReceived)
+        public static let updatedAt = Column(CodingKeys.updatedAt)
+    }
+}

@@ -1,0 +1,323 @@
+import Crypto
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A real HTTP/1.1 server on loopback that serves a directory with correct `Range`,
+/// `If-Range`, strong `ETag`, `Last-Modified` and `HEAD`, and misbehaves on request:
+/// see ``Fault``.
+///
+/// ```swift
+/// let origin = try await CourierOrigin.start(directory: dir)
+/// origin.setFault(Fault(dropAfterBytes: 1 << 20), for: "/big.bin")
+/// let url = origin.url("/big.bin")
+/// …
+/// try await origin.stop()
+/// ```
+public final class CourierOrigin: Sendable {
+    /// The served directory.
+    public let directory: URL
+    /// The port it listens on (127.0.0.1).
+    public let port: Int
+    private let serverChannel: any Channel
+    private let group: MultiThreadedEventLoopGroup
+    private let state = NIOLockedValueBox(OriginState())
+    private let logger: Logger
+    private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = .init(nil)
+
+    struct OriginState {
+        var faults: [String: Fault] = [:]
+        var counts: [String: Int] = [:]
+        var log: [OriginRequest] = []
+        var etagGeneration = 0
+        var requiredAuthorization: String?
+    }
+
+    private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger) {
+        self.directory = directory
+        self.port = port
+        self.serverChannel = serverChannel
+        self.group = group
+        self.logger = logger
+    }
+
+    /// Starts serving `directory` on `host` (loopback by default); port 0 picks a free port.
+    public static func start(directory: URL, host: String = "127.0.0.1", port: Int = 0, logger: Logger = Logger(label: "courier.origin")) async throws -> CourierOrigin {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .bind(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
+                    return try NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        let origin = CourierOrigin(directory: directory.standardizedFileURL, port: server.channel.localAddress?.port ?? port,
+                                   serverChannel: server.channel, group: group, logger: logger)
+        let task = Task<Void, Never> {
+            _ = try? await server.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { tasks in
+                    for try await connection in inbound {
+                        tasks.addTask { await origin.serve(connection) }
+                    }
+                }
+            }
+        }
+        origin.acceptTask.withLockedValue { $0 = task }
+        return origin
+    }
+
+    /// Stops listening and closes every connection.
+    public func stop() async throws {
+        try? await serverChannel.close()
+        acceptTask.withLockedValue { $0?.cancel() }
+        try await group.shutdownGracefully()
+    }
+
+    /// The URL of a path on this origin, such as `/big.bin`.
+    public func url(_ path: String) -> String {
+        "http://127.0.0.1:\(port)" + (path.hasPrefix("/") ? path : "/" + path)
+    }
+
+    /// Sets (or with `nil`, clears) the fault for a path, and resets its request count.
+    public func setFault(_ fault: Fault?, for path: String) {
+        state.withLockedValue {
+            $0.faults[path] = fault
+            $0.counts[path] = 0
+        }
+    }
+
+    /// Requires `Authorization: value` on every request (401 otherwise); `nil` turns it off.
+    public func requireAuthorization(_ value: String?) {
+        state.withLockedValue { $0.requiredAuthorization = value }
+    }
+
+    /// Every request answered so far, oldest first.
+    public var requests: [OriginRequest] { state.withLockedValue { $0.log } }
+
+    /// Forgets the request log.
+    public func clearRequests() { state.withLockedValue { $0.log.removeAll() } }
+
+    // MARK: Serving
+
+    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            for try await part in inbound {
+                switch part {
+                case let .head(h): head = h
+                case .body: continue
+                case .end:
+                    guard let h = head else { return }
+                    head = nil
+                    let keepAlive = try await respond(to: h, outbound: outbound)
+                    if !keepAlive { return }
+                }
+            }
+        }
+    }
+
+    /// Answers one request; returns whether the connection stays open.
+    private func respond(to head: HTTPRequestHead, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
+        let (path, query) = Self.splitTarget(head.uri)
+        let isHead = head.method == .HEAD
+        var record = OriginRequest(method: head.method.rawValue, path: path, range: head.headers.first(name: "Range"),
+                                   ifRange: head.headers.first(name: "If-Range"), acceptEncoding: head.headers.first(name: "Accept-Encoding"),
+                                   authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
+        defer { let r = record; state.withLockedValue { $0.log.append(r) } }
+
+        // Pick the fault: query parameters win over the per-path fault.
+        let (fault, requestNumber, generation, requiredAuth): (Fault, Int, Int, String?) = state.withLockedValue { s in
+            s.counts[path, default: 0] += 1
+            let queryFault = Fault(query: query)
+            let fault = queryFault.isEmpty ? (s.faults[path] ?? Fault()) : queryFault
+            if fault.changeETag { s.etagGeneration += 1 }
+            return (fault, s.counts[path]!, s.etagGeneration, s.requiredAuthorization)
+        }
+        let active = fault.times == 0 || requestNumber <= fault.times
+        let f = active ? fault : Fault()
+        let keepAlive = head.isKeepAlive
+
+        if let requiredAuth, head.headers.first(name: "Authorization") != requiredAuth {
+            record.status = 401
+            try await writeSimple(status: 401, outbound: outbound, keepAlive: keepAlive, isHead: isHead)
+            return keepAlive
+        }
+        if let location = f.redirectTo {
+            record.status = f.redirectStatus
+            try await writeSimple(status: f.redirectStatus, extra: [("Location", location)], outbound: outbound, keepAlive: keepAlive, isHead: isHead)
+            return keepAlive
+        }
+        if let status = f.failStatus, f.failCount == 0 || requestNumber <= f.failCount {
+            record.status = status
+            var extra: [(String, String)] = []
+            if let ra = f.retryAfter { extra.append(("Retry-After", String(ra))) }
+            try await writeSimple(status: status, extra: extra, outbound: outbound, keepAlive: keepAlive, isHead: isHead)
+            return keepAlive
+        }
+        guard head.method == .GET || isHead else {
+            record.status = 405
+            try await writeSimple(status: 405, extra: [("Allow", "GET, HEAD")], outbound: outbound, keepAlive: keepAlive, isHead: isHead)
+            return keepAlive
+        }
+        guard let file = resolve(path) else {
+            record.status = 404
+            try await writeSimple(status: 404, outbound: outbound, keepAlive: keepAlive, isHead: isHead)
+            return keepAlive
+        }
+
+        // Validators.
+        let mtime = file.mtime + (f.changeETag ? Double(generation) : 0)
+        let tagCore = "\(String(file.size, radix: 16))-\(String(Int64(mtime * 1000), radix: 16))"
+        let etag = f.noValidators ? nil : (f.weakETag ? "W/\"\(tagCore)\"" : "\"\(tagCore)\"")
+        let lastModified = f.noValidators ? nil : Self.httpDate(mtime)
+
+        var headers: [(String, String)] = [("Accept-Ranges", f.ignoreRange ? "none" : "bytes")]
+        if let etag { headers.append(("ETag", etag)) }
+        if let lastModified { headers.append(("Last-Modified", lastModified)) }
+        headers.append(("Content-Type", "application/octet-stream"))
+
+        // Range and If-Range.
+        var status = 200
+        var start: Int64 = 0
+        var end: Int64 = file.size - 1
+        if !f.ignoreRange, !f.gzip, let rawRange = head.headers.first(name: "Range"), let range = ByteRangeRequest(rawRange) {
+            let ifRange = head.headers.first(name: "If-Range")
+            let ifRangeHolds: Bool = {
+                guard let ifRange else { return true }
+                if ifRange.hasPrefix("\"") { return etag != nil && !(etag!.hasPrefix("W/")) && ifRange == etag }
+                if ifRange.hasPrefix("W/") { return false }
+                return lastModified != nil && ifRange == lastModified
+            }()
+            if ifRangeHolds {
+                if let (s, e) = range.resolve(size: file.size) {
+                    status = 206
+                    start = s
+                    end = e
+                    if let align = f.alignRangeStart, align > 0 { start = (start / align) * align }
+                    let total = f.contentRangeTotal.map(String.init) ?? String(file.size)
+                    headers.append(("Content-Range", "bytes \(start + f.contentRangeShift)-\(end + f.contentRangeShift)/\(total)"))
+                } else {
+                    record.status = 416
+                    try await writeSimple(status: 416, extra: [("Content-Range", "bytes */\(f.contentRangeTotal ?? file.size)")] + headers.filter { $0.0 != "Content-Type" },
+                                          body: "416 Range Not Satisfiable: this page must never be appended to a file\n",
+                                          outbound: outbound, keepAlive: keepAlive, isHead: isHead)
+                    return keepAlive
+                }
+            }
+        }
+
+        // Body source: the file's bytes, or its gzip encoding.
+        var gzipped: [UInt8]?
+        if f.gzip {
+            gzipped = Gzip.encode(try readAll(file.url))
+            headers.append(("Content-Encoding", "gzip"))
+            start = 0
+            end = Int64(gzipped!.count) - 1
+        }
+        let bodyLength = max(0, end - start + 1)
+        headers.append(("Content-Length", String(bodyLength + f.contentLengthDelta)))
+        record.status = status
+
+        try await writeHead(status: status, headers: headers, outbound: outbound, keepAlive: keepAlive)
+        if isHead { return keepAlive }
+
+        // Stream the body with faults.
+        let handle = try FileHandle(forReadingFrom: file.url)
+        defer { try? handle.close() }
+        if gzipped == nil { try handle.seek(toOffset: UInt64(start)) }
+        let chunk: Int64 = 256 << 10
+        var sent: Int64 = 0
+        var stalled = false
+        let startedAt = ContinuousClock.now
+        while sent < bodyLength {
+            var n = min(chunk, bodyLength - sent)
+            if let drop = f.dropAfterBytes { n = min(n, max(0, drop - sent)) }
+            if let stall = f.stallAfterBytes, !stalled { n = min(n, max(0, stall - sent)) }
+            if let rate = f.bytesPerSecond, rate > 0 { n = min(n, max(1, rate / 20)) }
+            if n > 0 {
+                let bytes: [UInt8]
+                if let gzipped {
+                    bytes = Array(gzipped[Int(sent)..<Int(sent + n)])
+                } else {
+                    guard let data = try handle.read(upToCount: Int(n)), !data.isEmpty else { break }
+                    bytes = Array(data)
+                }
+                try await outbound.write(ByteBuffer(bytes: bytes))
+                sent += Int64(bytes.count)
+                record.bodyBytesSent = sent
+            }
+            if let drop = f.dropAfterBytes, sent >= drop { return false }
+            if let stall = f.stallAfterBytes, !stalled, sent >= stall {
+                stalled = true
+                try await Task.sleep(for: .seconds(f.stallSeconds))
+            }
+            if let rate = f.bytesPerSecond, rate > 0 {
+                let due = startedAt + .milliseconds(Int64(Double(sent) / Double(rate) * 1000))
+                if due > ContinuousClock.now { try await Task.sleep(until: due, clock: .continuous) }
+            }
+        }
+        // A lying Content-Length leaves the connection unusable: close it.
+        if f.contentLengthDelta != 0 { return false }
+        return keepAlive
+    }
+
+    private struct ServedFile {
+        var url: URL
+        var size: Int64
+        var mtime: Double
+    }
+
+    /// Maps a URL path to a regular file inside the directory, refusing traversal.
+    private func resolve(_ path: String) -> ServedFile? {
+        guard let decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return nil }
+        let parts = decoded.split(separator: "/").filter { $0 != "." }
+        guard !parts.contains("..") else { return nil }
+        let url = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }
+        guard url.path.hasPrefix(directory.path) else { return nil }
+        guard let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),
+              attrs[.type] as? FileAttributeType == .typeRegular,
+              let size = (attrs[.size] as? NSNumber)?.int64Value,
+              let date = attrs[.modificationDate] as? Date else { return nil }
+        return ServedFile(url: url, size: size, mtime: date.timeIntervalSince1970.rounded(.down))
+    }
+
+    private func readAll(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
+
+    private func writeHead(status: Int, headers: [(String, String)], outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, keepAlive: Bool) async throws {
+        var text = "HTTP/1.1 \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n"
+        text += "Date: \(Self.httpDate(Date().timeIntervalSince1970))\r\nServer: CourierOrigin\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        if !keepAlive { text += "Connection: close\r\n" }
+        text += "\r\n"
+        try await outbound.write(ByteBuffer(string: text))
+    }
+
+    private func writeSimple(status: Int, extra: [(String, String)] = [], body: String? = nil, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, keepAlive: Bool, isHead: Bool) async throws {
+        let text = body ?? "\(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\n"
+        try await writeHead(status: status, headers: extra + [("Content-Type", "text/plain"), ("Content-Length", String(text.utf8.count))], outbound: outbound, keepAlive: keepAlive)
+        if !isHead { try await outbound.write(ByteBuffer(string: text)) }
+    }
+
+    static func splitTarget(_ uri: String) -> (String, [String: String]) {
+        guard let q = uri.firstIndex(of: "?") else { return (uri, [:]) }
+        var query: [String: String] = [:]
+        for pair in uri[uri.index(after: q)...].split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            query[String(kv[0])] = kv.count > 1 ? (String(kv[1]).removingPercentEncoding ?? String(kv[1])) : ""
+        }
+        return (String(uri[..<q]), query)
+    }
+
+    static func httpDate(_ seconds: Double) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return f.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}

@@ -1,0 +1,77 @@
+/// A way for the origin to misbehave, set per file with ``CourierOrigin/setFault(_:for:)``
+/// or per request with query parameters (`?drop=1000&status=503&count=2`).
+///
+/// Every field is off by default; combine them freely.
+public struct Fault: Sendable, Equatable, Codable {
+    /// Close the connection after sending this many body bytes (query: `drop`).
+    public var dropAfterBytes: Int64?
+    /// Answer 200 with the whole file to range requests (query: `norange=1`).
+    public var ignoreRange = false
+    /// Give a new ETag (and Last-Modified) on every request, as if the file changed (query: `changeetag=1`).
+    public var changeETag = false
+    /// Send weak ETags, `W/"…"` (query: `weak=1`).
+    public var weakETag = false
+    /// Send neither ETag nor Last-Modified (query: `novalidators=1`).
+    public var noValidators = false
+    /// Send the body gzip-encoded, whatever Accept-Encoding says (query: `gzip=1`).
+    public var gzip = false
+    /// Answer this status instead of the file… (query: `status`)
+    public var failStatus: Int?
+    /// …for the first this many requests to the path, then behave (query: `count`; 0 = always).
+    public var failCount = 0
+    /// Send `Retry-After: N` with ``failStatus`` (query: `retryafter`).
+    public var retryAfter: Int?
+    /// Stop sending for ``stallSeconds`` after this many body bytes (query: `stall`).
+    public var stallAfterBytes: Int64?
+    /// How long a stall lasts (query: `stallsecs`, default 3600).
+    public var stallSeconds: Double = 3600
+    /// Serve a range from this many bytes before the asked start, aligned down to a
+    /// multiple of this value, with an honest Content-Range (query: `align`).
+    public var alignRangeStart: Int64?
+    /// Claim in Content-Range a start this many bytes later than the bytes sent (query: `crshift`).
+    public var contentRangeShift: Int64 = 0
+    /// Claim this complete length in Content-Range (query: `crtotal`).
+    public var contentRangeTotal: Int64?
+    /// Announce a Content-Length this many bytes off the real body, then send the real body
+    /// (negative: announce fewer and send more) (query: `cldelta`).
+    public var contentLengthDelta: Int64 = 0
+    /// Send at most this many bytes per second on the connection (query: `rate`).
+    public var bytesPerSecond: Int64?
+    /// Answer with a redirect to this location (query: `redirect`).
+    public var redirectTo: String?
+    /// The redirect's status (default 302) (query: `redirectstatus`).
+    public var redirectStatus = 302
+    /// Only apply the fault to this many requests to the path, then behave (0 = always) (query: `times`).
+    public var times = 0
+
+    /// No fault.
+    public init() {}
+
+    /// Builds a fault from query parameters; unknown ones are ignored.
+    public init(query: [String: String]) {
+        func int(_ k: String) -> Int64? { query[k].flatMap { Int64($0) } }
+        func flag(_ k: String) -> Bool { query[k] == "1" || query[k] == "true" }
+        dropAfterBytes = int("drop")
+        ignoreRange = flag("norange")
+        changeETag = flag("changeetag")
+        weakETag = flag("weak")
+        noValidators = flag("novalidators")
+        gzip = flag("gzip")
+        failStatus = int("status").map { Int($0) }
+        failCount = int("count").map { Int($0) } ?? 0
+        retryAfter = int("retryafter").map { Int($0) }
+        stallAfterBytes = int("stall")
+        stallSeconds = query["stallsecs"].flatMap { Double($0) } ?? 3600
+        alignRangeStart = int("align")
+        contentRangeShift = int("crshift") ?? 0
+        contentRangeTotal = int("crtotal")
+        contentLengthDelta = int("cldelta") ?? 0
+        bytesPerSecond = int("rate")
+        redirectTo = query["redirect"]
+        redirectStatus = int("redirectstatus").map { Int($0) } ?? 302
+        times = int("times").map { Int($0) } ?? 0
+    }
+
+    /// Whether any field is set.
+    public var isEmpty: Bool { self == Fault() }
+}
