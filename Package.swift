@@ -51,7 +51,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierOrigin", .product(name: "Crypto", package: "swift-crypto")]),
     ]

@@ -74,7 +74,9 @@ public final class CourierOrigin: Sendable {
     /// Stops listening and closes every connection.
     public func stop() async throws {
         try? await serverChannel.close()
-        acceptTask.withLockedValue { $0?.cancel() }
+        let task = acceptTask.withLockedValue { $0 }
+        task?.cancel()
+        await task?.value
         try await group.shutdownGracefully()
     }
 

@@ -22,7 +22,10 @@ public actor Downloader {
 
     /// Downloads this process wants to run: queued or running.
     private var adopted: [String: Adopted] = [:]
-    private var running: [String: Task<Void, Never>] = [:]
+    /// A running download: the cancellable run, and the supervisor that records how it
+    /// ended. The supervisor is never cancelled, so its database writes always happen.
+    private struct Running { var run: Task<RunOutcome, Never>; var supervisor: Task<Void, Never> }
+    private var running: [String: Running] = [:]
     private var intents: [String: Intent] = [:]
     private var isShutDown = false
 
@@ -168,8 +171,8 @@ public actor Downloader {
         adopted[id] = nil
         if let task = running[id] {
             intents[id] = .pause
-            task.cancel()
-            await task.value
+            task.run.cancel()
+            await task.supervisor.value
             return
         }
         guard let record = try await context.database.record(id: id) else {
@@ -191,8 +194,8 @@ public actor Downloader {
         adopted[id] = nil
         if let task = running[id] {
             intents[id] = .cancel
-            task.cancel()
-            await task.value
+            task.run.cancel()
+            await task.supervisor.value
             return
         }
         guard let record = try await context.database.record(id: id) else {
@@ -238,9 +241,9 @@ public actor Downloader {
         let tasks = running
         for (id, task) in tasks {
             intents[id] = .shutdown
-            task.cancel()
+            task.run.cancel()
         }
-        for task in tasks.values { await task.value }
+        for task in tasks.values { await task.supervisor.value }
         if ownsTransport { try? await context.transport.shutdown() }
         context.hub.finishAll()
     }
@@ -299,10 +302,12 @@ public actor Downloader {
 
     private func launch(_ id: String) {
         let run = DownloadRun(id: id, context: context)
-        running[id] = Task {
-            let outcome = await run.run()
+        let runTask = Task { await run.run() }
+        let supervisor = Task {
+            let outcome = await runTask.value
             await self.runEnded(id, outcome)
         }
+        running[id] = Running(run: runTask, supervisor: supervisor)
     }
 
     private func runEnded(_ id: String, _ outcome: RunOutcome) async {

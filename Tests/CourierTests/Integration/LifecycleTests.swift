@@ -1,0 +1,232 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Courier
+import CourierOrigin
+
+@Suite(.serialized) struct LifecycleTests {
+    private func slow(_ fx: Fixture, rate: Int64 = 2 << 20) {
+        var fault = Fault(); fault.bytesPerSecond = rate
+        fx.origin.setFault(fault, for: "/f.bin")
+    }
+
+    @Test func pauseKeepsPartialAndRecordThenResumeFinishes() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 4 << 20)
+            slow(fx)
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            #expect(try await eventually { fx.partialLength("f.bin") > 512 << 10 })
+            try await d.pause(id: "x")
+            let paused = try #require(try await d.record(id: "x"))
+            #expect(paused.state == .paused)
+            let kept = fx.partialLength("f.bin")
+            #expect(kept > 0 && paused.bytesReceived == kept)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(fx.partialLength("f.bin") == kept)   // nothing runs while paused
+            fx.origin.setFault(nil, for: "/f.bin")
+            try await d.resume(id: "x")
+            _ = try await d.waitForCompletion(id: "x")
+            await d.shutdown()
+            #expect(fx.finalData("f.bin") == data)
+            #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
+        }
+    }
+
+    @Test func cancelDiscardsPartialAndRecord() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 4 << 20)
+            slow(fx)
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            #expect(try await eventually { fx.partialLength("f.bin") > 0 })
+            try await d.cancel(id: "x")
+            #expect(try await d.record(id: "x") == nil)
+            #expect(!fx.exists("f.bin.partial") && !fx.exists("f.bin"))
+            // A late subscriber still learns how it ended.
+            var last: DownloadEvent?
+            for await e in d.events(for: "x") { last = e }
+            #expect(last == .cancelled(id: "x"))
+            await d.shutdown()
+        }
+    }
+
+    @Test func relaunchResumesFromThePartialsRealLength() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 4 << 20)
+            slow(fx)
+            let first = try fx.downloader()
+            try await first.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "deep/dir/f.bin", mediaId: "42", mediaType: "video"))
+            #expect(try await eventually { fx.partialLength("deep/dir/f.bin") > 1 << 20 })
+            await first.shutdown()   // the app goes away mid-download
+            let kept = fx.partialLength("deep/dir/f.bin")
+            // The record lags or lies; the file is the truth.
+            let db = try fx.database()
+            _ = try await db.update(id: "x", ifStateIn: [.queued, .downloading]) { $0.bytesReceived = 12345; $0.state = .downloading }
+            fx.origin.setFault(nil, for: "/f.bin")
+            fx.origin.clearRequests()
+
+            let second = try fx.downloader()
+            let ids = try await second.start()
+            #expect(ids == ["x"])
+            let record = try await second.waitForCompletion(id: "x")
+            await second.shutdown()
+            #expect(record.state == .completed && record.mediaId == "42" && record.mediaType == "video")
+            #expect(record.localFinalPath == "deep/dir/f.bin")   // relative, never absolute
+            #expect(fx.finalData("deep/dir/f.bin") == data)
+            #expect(fx.origin.requests.first?.range == "bytes=\(kept)-")
+        }
+    }
+
+    @Test func autoResumeOffLeavesQueuedAndPausedAlone() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 1000)
+            let db = try fx.database()
+            var queued = DownloadRecord(id: "q", remoteUrl: fx.url("f.bin"), localFinalPath: "q.bin", partialPath: "q.bin.partial")
+            try await db.save(queued)
+            queued.id = "p"; queued.localFinalPath = "p.bin"; queued.partialPath = "p.bin.partial"; queued.state = .paused
+            try await db.save(queued)
+            let off = try fx.downloader { $0.autoResume = false }
+            #expect(try await off.start().isEmpty)
+            await off.shutdown()
+            let on = try fx.downloader()
+            #expect(try await on.start() == ["q"])           // paused stays paused...
+            _ = try await on.waitForCompletion(id: "q")
+            #expect(try await on.record(id: "p")?.state == .paused)
+            #expect(try await on.resumePendingDownloads(includePaused: true) == ["p"])   // ...unless asked
+            _ = try await on.waitForCompletion(id: "p")
+            await on.shutdown()
+        }
+    }
+
+    @Test func concurrencyLimitAndPriorityOrder() async throws {
+        try await withFixture { fx in
+            for i in 0..<5 { try fx.serve("f\(i).bin", size: 256 << 10, seed: UInt64(i + 1)) }
+            for i in 0..<5 {
+                var f = Fault(); f.bytesPerSecond = 1 << 20
+                fx.origin.setFault(f, for: "/f\(i).bin")
+            }
+            let d = try fx.downloader { $0.maxConcurrentDownloads = 2 }
+            let all = d.events()
+            let watcher = Task { () -> (Int, [String]) in
+                var running = Set<String>(), peak = 0, started: [String] = []
+                for await e in all {
+                    switch e {
+                    case let .stateChanged(id, .downloading, _): running.insert(id); started.append(id); peak = max(peak, running.count)
+                    case let .completed(r): running.remove(r.id); if started.count == 5 && running.isEmpty { return (peak, started) }
+                    default: break
+                    }
+                }
+                return (peak, started)
+            }
+            for i in 0..<5 {
+                try await d.enqueue(DownloadRequest(id: "d\(i)", url: fx.url("f\(i).bin"), destination: "f\(i).bin", priority: i == 4 ? 10 : 0))
+                #expect(await d.runningIDs.count <= 2)
+            }
+            for i in 0..<5 { _ = try await d.waitForCompletion(id: "d\(i)") }
+            let (peak, started) = await watcher.value
+            await d.shutdown()
+            #expect(peak == 2)
+            // d0 and d1 took the free slots; then d4 (priority 10) beat d2 and d3.
+            #expect(Set(started.prefix(2)) == ["d0", "d1"])
+            #expect(started.count == 5 && started[2] == "d4")
+        }
+    }
+
+    @Test func progressIsWrittenAboutOnceASecondNotPerChunk() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 3 << 20)
+            slow(fx, rate: 1 << 20)   // about 3 s of transfer, thousands of buffers
+            let db = try fx.database()
+            let writes = WriteCounter()
+            let observation = DatabaseRegionObservation(tracking: Table(DownloadRecord.databaseTableName))
+            let cancellable = try observation.start(in: db.writer, onError: { _ in }, onChange: { _ in writes.increment() })
+            let d = Downloader(configuration: fx.configuration(), database: db)
+            let events = d.events(for: "x")
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            var progressEvents = 0
+            for await e in events { if case .progress = e { progressEvents += 1 } }
+            await d.shutdown()
+            cancellable.cancel()
+            // ~3 s: about 3 progress writes, plus the state changes (enqueue, start, validators, end, complete).
+            #expect(writes.value <= 12, "progress written \(writes.value) times")
+            #expect(writes.value >= 4)
+            #expect(progressEvents >= 10)   // events flow far more often than rows are written
+        }
+    }
+
+    @Test func subscribersAreSeededAndLateOnesGetTheFinalEvent() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 5 << 20)
+            slow(fx)
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            #expect(try await eventually { (try await d.record(id: "x"))?.bytesReceived ?? 0 > 0 })
+            var first: DownloadEvent?
+            var lastProgress: Int64 = -1
+            var monotonic = true
+            var sawSpeed = false
+            for await e in d.events(for: "x") {
+                if first == nil { first = e }
+                if case let .progress(p) = e {
+                    if p.bytesReceived < lastProgress { monotonic = false }
+                    lastProgress = p.bytesReceived
+                    if p.bytesPerSecond > 0 && p.secondsRemaining != nil { sawSpeed = true }
+                }
+            }
+            guard case let .progress(seed)? = first else { Issue.record("first event must be the persisted progress"); return }
+            #expect(seed.bytesReceived > 0)
+            #expect(monotonic && sawSpeed)
+            #expect(lastProgress == Int64(data.count))
+            // After the end: one completed event, at once.
+            var late: [DownloadEvent] = []
+            for await e in d.events(for: "x") { late.append(e) }
+            #expect(late.last.map { if case .completed = $0 { return true } else { return false } } == true)
+            await d.shutdown()
+        }
+    }
+
+    @Test func completedButDeletedFileDownloadsAgain() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 100_000)
+            let d = try fx.downloader()
+            let request = DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin")
+            try await d.enqueue(request)
+            _ = try await d.waitForCompletion(id: "x")
+            // Asking again for a file that is in place costs nothing.
+            try await d.enqueue(request)
+            #expect(fx.origin.requests.count == 1)
+            try FileManager.default.removeItem(at: fx.root.appendingPathComponent("f.bin"))
+            try await d.enqueue(request)
+            _ = try await d.waitForCompletion(id: "x")
+            await d.shutdown()
+            #expect(fx.finalData("f.bin") == data)
+            #expect(fx.origin.requests.count == 2)
+        }
+    }
+
+    @Test func killedBetweenRenameAndRecordUpdateCompletesWithoutDownloading() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 100_000)
+            let db = try fx.database()
+            try data.write(to: fx.root.appendingPathComponent("f.bin"))
+            var rec = DownloadRecord(id: "x", remoteUrl: fx.url("f.bin"), localFinalPath: "f.bin", partialPath: "f.bin.partial",
+                                     expectedSHA256: Fixture.sha256(data))
+            rec.state = .downloading; rec.totalBytes = Int64(data.count); rec.bytesReceived = Int64(data.count)
+            try await db.save(rec)
+            let d = try fx.downloader()
+            try await d.start()
+            let done = try await d.waitForCompletion(id: "x")
+            await d.shutdown()
+            #expect(done.state == .completed)
+            #expect(fx.origin.requests.isEmpty)
+        }
+    }
+}
+
+final class WriteCounter: @unchecked Sendable { // guarded by lock
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import Courier
+import CourierOrigin
+
+@Suite(.serialized) struct SafetyTests {
+    @Test func refusesToStartWithoutFreeSpace() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 1 << 20)
+            let available = try #require(DiskSpace.available(at: fx.root))
+            let d = try fx.downloader { $0.freeSpaceReserve = available }   // size + reserve > available
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            do { try await d.waitForCompletion(id: "x"); Issue.record("must not start") } catch let e as CourierError {
+                #expect(e.code == .paused)
+                #expect(e.message.contains("E_NO_SPACE"))
+            }
+            let record = try #require(try await d.record(id: "x"))
+            await d.shutdown()
+            #expect(record.state == .paused)
+            #expect(record.lastErrorCode == "E_NO_SPACE")
+            #expect(fx.partialLength("f.bin") == 0 && !fx.exists("f.bin"))
+        }
+    }
+
+    @Test func checksumMismatchFailsDeletesPartialAndNeverCreatesTheFile() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 1 << 20)
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin", sha256: String(repeating: "ab", count: 32)))
+            do { try await d.waitForCompletion(id: "x"); Issue.record("must fail") } catch let e as CourierError {
+                #expect(e.code == .checksumMismatch)
+            }
+            await d.shutdown()
+            #expect(!fx.exists("f.bin") && !fx.exists("f.bin.partial"))
+            #expect(try await fx.database().record(id: "x")?.state == .failed)
+        }
+    }
+
+    @Test func checksumHoldsAcrossAResumeInANewEngine() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 4 << 20)
+            var slow = Fault(); slow.bytesPerSecond = 2 << 20
+            fx.origin.setFault(slow, for: "/f.bin")
+            let first = try fx.downloader()
+            try await first.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin", sha256: Fixture.sha256(data)))
+            #expect(try await eventually { fx.partialLength("f.bin") > 1 << 20 })
+            await first.shutdown()
+            fx.origin.setFault(nil, for: "/f.bin")
+            let second = try fx.downloader()
+            try await second.start()
+            let record = try await second.waitForCompletion(id: "x")
+            await second.shutdown()
+            #expect(record.state == .completed)
+            #expect(fx.finalData("f.bin") == data)
+            #expect(fx.origin.requests.last?.status == 206)
+        }
+    }
+
+    @Test func invalidRequestsAreRefusedWithCodes() async throws {
+        try await withFixture { fx in
+            let d = try fx.downloader()
+            let cases: [(DownloadRequest, CourierError.Code)] = [
+                (DownloadRequest(id: "a", url: "ftp://x/y", destination: "y"), .unsupportedScheme),
+                (DownloadRequest(id: "a", url: "http//broken", destination: "y"), .invalidURL),
+                (DownloadRequest(id: "a", url: fx.url("f"), destination: "../../etc/passwd"), .invalidPath),
+                (DownloadRequest(id: "a", url: fx.url("f"), destination: "/etc/passwd"), .invalidPath),
+                (DownloadRequest(id: "../a", url: fx.url("f"), destination: "y"), .invalidArgument),
+                (DownloadRequest(id: "a", url: fx.url("f"), destination: "y", sha256: "xyz"), .invalidArgument),
+            ]
+            for (request, code) in cases {
+                do { try await d.enqueue(request); Issue.record("accepted \(request)") } catch let e as CourierError {
+                    #expect(e.code == code, "\(request)")
+                }
+            }
+            await d.shutdown()
+        }
+    }
+
+    @Test func redirectsAreFollowedUpToFive() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 10_000)
+            for i in 1...6 {
+                var f = Fault(); f.redirectTo = i == 1 ? "/f.bin" : "/r\(i - 1)"; f.redirectStatus = i % 2 == 0 ? 301 : 307
+                fx.origin.setFault(f, for: "/r\(i)")
+            }
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "five", url: fx.url("r5"), destination: "five.bin"))
+            _ = try await d.waitForCompletion(id: "five")
+            #expect(fx.finalData("five.bin") == data)
+            try await d.enqueue(DownloadRequest(id: "six", url: fx.url("r6"), destination: "six.bin"))
+            do { try await d.waitForCompletion(id: "six"); Issue.record("six redirects must fail") } catch let e as CourierError {
+                #expect(e.code == .tooManyRedirects)
+            }
+            var ftp = Fault(); ftp.redirectTo = "ftp://127.0.0.1/f.bin"
+            fx.origin.setFault(ftp, for: "/ftp")
+            try await d.enqueue(DownloadRequest(id: "ftp", url: fx.url("ftp"), destination: "ftp.bin"))
+            do { try await d.waitForCompletion(id: "ftp"); Issue.record("ftp redirect must fail") } catch let e as CourierError {
+                #expect(e.code == .unsupportedScheme)
+            }
+            await d.shutdown()
+            #expect(!fx.exists("six.bin") && !fx.exists("ftp.bin"))
+        }
+    }
+
+    @Test func httpsToHttpRedirectIsRefused() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 1000)
+            // The https side is played by a transport that answers like a TLS origin would;
+            // the http target is the live origin.
+            let transport = SecureFront(target: fx.url("f.bin"), inner: AsyncHTTPClientTransport())
+            let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transport: transport)
+            try await d.enqueue(DownloadRequest(id: "x", url: "https://secure.example/f.bin", destination: "f.bin"))
+            do { try await d.waitForCompletion(id: "x"); Issue.record("must refuse") } catch let e as CourierError {
+                #expect(e.code == .insecureRedirect)
+            }
+            await d.shutdown()
+            try await transport.inner.shutdown()
+            #expect(fx.origin.requests.isEmpty)
+            #expect(!fx.exists("f.bin"))
+        }
+    }
+
+    @Test func expiredLinkIsRefreshedOnceAndBeforeResume() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 2 << 20)
+            var expired = Fault(); expired.failStatus = 403
+            fx.origin.setFault(expired, for: "/expired")
+            let refresher = Refresher(fresh: fx.url("f.bin"))
+            let d = try fx.downloader(refresher: refresher)
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("expired"), destination: "f.bin"))
+            let record = try await d.waitForCompletion(id: "x")
+            #expect(fx.finalData("f.bin") == data)
+            #expect(record.remoteUrl == fx.url("f.bin"))
+            #expect(await refresher.reasons == [.accessDenied(status: 403)])
+
+            // Still 403 after the refresh: fail with a clear code, no loop.
+            let stubborn = Refresher(fresh: fx.url("expired"))
+            let d2 = try fx.downloader(refresher: stubborn)
+            try await d2.enqueue(DownloadRequest(id: "y", url: fx.url("expired"), destination: "y.bin"))
+            do { try await d2.waitForCompletion(id: "y"); Issue.record("must fail") } catch let e as CourierError {
+                #expect(e.code == .accessDenied && e.httpStatus == 403)
+            }
+            #expect(await stubborn.reasons.count == 1)
+            await d.shutdown(); await d2.shutdown()
+
+            // A resume asks for a fresh link first.
+            let db = try fx.database()
+            try Data(data.prefix(1000)).write(to: fx.root.appendingPathComponent("z.bin.partial"))
+            var rec = DownloadRecord(id: "z", remoteUrl: fx.url("expired"), localFinalPath: "z.bin", partialPath: "z.bin.partial")
+            rec.totalBytes = Int64(data.count); rec.state = .downloading
+            try await db.save(rec)
+            let resumer = Refresher(fresh: fx.url("f.bin"))
+            let d3 = try fx.downloader(refresher: resumer)
+            try await d3.start()
+            _ = try await d3.waitForCompletion(id: "z")
+            await d3.shutdown()
+            #expect(await resumer.reasons == [.beforeResume])
+            #expect(fx.finalData("z.bin") == data)
+        }
+    }
+
+    @Test func secretsNeverReachErrorsLogsOrTheErrorColumn() async throws {
+        try await withFixture { fx in
+            let log = CapturingLog()
+            let d = try fx.downloader(logger: log.logger()) { $0.retryPolicy.maxAttempts = 2 }
+            let secretURL = fx.url("missing.bin") + "?api_key=SEKRIT123&X-Amz-Signature=SIGSEKRIT&ok=1"
+            try await d.enqueue(DownloadRequest(id: "x", url: secretURL, destination: "x.bin"))
+            var message = ""
+            do { try await d.waitForCompletion(id: "x") } catch let e as CourierError { message = e.description }
+            var broken = Fault(); broken.failStatus = 500
+            fx.origin.setFault(broken, for: "/gone")
+            try await d.enqueue(DownloadRequest(id: "y", url: fx.url("gone") + "?token=SEKRIT456", destination: "y.bin"))
+            do { try await d.waitForCompletion(id: "y") } catch let e as CourierError { message += e.description }
+            let record = try #require(try await d.record(id: "y"))
+            await d.shutdown()
+            for text in [message, log.text, record.lastErrorMessage ?? ""] {
+                #expect(!text.contains("SEKRIT"), "leaked: \(text)")
+            }
+            #expect(log.text.contains("REDACTED") || message.contains("404"))
+        }
+    }
+}
+
+/// Plays an https origin that redirects to an http URL.
+struct SecureFront: HTTPTransport {
+    let target: String
+    let inner: AsyncHTTPClientTransport
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        if request.url.hasPrefix("https://secure.example") {
+            return TransportResponse(status: 302, headers: ["Location": target, "Content-Length": "0"], body: TransportBody(EmptyBody()))
+        }
+        return try await inner.send(request)
+    }
+    func shutdown() async throws {}
+}
+
+struct EmptyBody: AsyncSequence, Sendable {
+    typealias Element = NIOCore.ByteBuffer
+    struct AsyncIterator: AsyncIteratorProtocol { mutating func next() async throws -> NIOCore.ByteBuffer? { nil } }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
+}
+
+actor Refresher: URLRefreshing {
+    let fresh: String
+    var reasons: [URLRefreshReason] = []
+    init(fresh: String) { self.fresh = fresh }
+    func refreshedURL(for record: DownloadRecord, reason: URLRefreshReason) async throws -> String? {
+        reasons.append(reason)
+        return fresh
+    }
+}

@@ -1,0 +1,108 @@
+import Crypto
+import Foundation
+import Logging
+@testable import Courier
+import CourierOrigin
+
+/// A temporary world for one integration test: a served directory with generated files,
+/// a live origin on loopback, a root directory, and a database file.
+final class Fixture: @unchecked Sendable { // used from one test at a time
+    let base: URL
+    let served: URL
+    let root: URL
+    let dbPath: String
+    let origin: CourierOrigin
+
+    init() async throws {
+        base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-test-\(UUID().uuidString)")
+        served = base.appendingPathComponent("served")
+        root = base.appendingPathComponent("root")
+        try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        dbPath = base.appendingPathComponent("courier.sqlite").path
+        origin = try await CourierOrigin.start(directory: served)
+    }
+
+    func tearDown() async {
+        try? await origin.stop()
+        try? FileManager.default.removeItem(at: base)
+    }
+
+    /// Writes a file of deterministic pseudo-random bytes and returns its bytes.
+    @discardableResult
+    func serve(_ name: String, size: Int, seed: UInt64 = 1) throws -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+        var bytes = [UInt8](repeating: 0, count: size)
+        for i in 0..<size {
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            bytes[i] = UInt8(truncatingIfNeeded: state)
+        }
+        let data = Data(bytes)
+        try data.write(to: served.appendingPathComponent(name))
+        return data
+    }
+
+    func url(_ name: String) -> String { origin.url("/" + name) }
+
+    func database() throws -> CourierDatabase { try CourierDatabase(path: dbPath) }
+
+    func configuration(_ change: (inout DownloaderConfiguration) -> Void = { _ in }) -> DownloaderConfiguration {
+        var c = DownloaderConfiguration(rootDirectory: root)
+        c.retryPolicy = RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(100), maxAttempts: 6)
+        c.freeSpaceReserve = 0
+        c.idleTimeout = .seconds(5)
+        change(&c)
+        return c
+    }
+
+    func downloader(refresher: (any URLRefreshing)? = nil, logger: Logger = Logger(label: "test"), _ change: (inout DownloaderConfiguration) -> Void = { _ in }) throws -> Downloader {
+        Downloader(configuration: configuration(change), database: try database(), urlRefresher: refresher, logger: logger)
+    }
+
+    func finalData(_ relative: String) -> Data? { try? Data(contentsOf: root.appendingPathComponent(relative)) }
+    func exists(_ relative: String) -> Bool { FileManager.default.fileExists(atPath: root.appendingPathComponent(relative).path) }
+    func partialLength(_ relative: String) -> Int64 { PartialFile.length(at: root.appendingPathComponent(relative + ".partial")) }
+
+    static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+}
+
+/// Runs a test body with a fixture and always tears it down.
+func withFixture(_ body: (Fixture) async throws -> Void) async throws {
+    let fixture = try await Fixture()
+    do { try await body(fixture) } catch { await fixture.tearDown(); throw error }
+    await fixture.tearDown()
+}
+
+/// Polls until a condition holds or the timeout passes.
+func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+}
+
+/// A log handler that keeps every line, to check what reaches logs.
+final class CapturingLog: @unchecked Sendable { // guarded by lock
+    private let lock = NSLock()
+    private var lines: [String] = []
+    func append(_ s: String) { lock.lock(); lines.append(s); lock.unlock() }
+    var text: String { lock.lock(); defer { lock.unlock() }; return lines.joined(separator: "\n") }
+
+    func logger() -> Logger {
+        var l = Logger(label: "capture") { _ in CapturingHandler(sink: self) }
+        l.logLevel = .trace
+        return l
+    }
+}
+
+struct CapturingHandler: LogHandler {
+    let sink: CapturingLog
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? { get { metadata[key] } set { metadata[key] = newValue } }
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+        sink.append("\(level) \(message) \(metadata ?? [:])")
+    }
+}
