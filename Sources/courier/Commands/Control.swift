@@ -1,0 +1,103 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+struct Pause: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pause a download; a `courier get` running it in another process stops within a second.")
+
+    @Argument(help: "The download's id.")
+    var id: String
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var engine: EngineOptions
+
+    func run() async throws {
+        do {
+            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), logger: makeLogger(verbose: false))
+            do {
+                try await downloader.pause(id: id)
+            } catch {
+                await downloader.shutdown()
+                throw error
+            }
+            await downloader.shutdown()
+            Terminal.out("Paused \(id).")
+        } catch let error as CourierError {
+            throw failure(error)
+        }
+    }
+}
+
+struct Resume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Resume a paused, failed or interrupted download (or all of them) in the foreground.")
+
+    @Argument(help: "The download's id.")
+    var id: String?
+
+    @Flag(name: .long, help: "Resume every download that is not completed.")
+    var all = false
+
+    @Flag(name: .shortAndLong, help: "No progress output.")
+    var quiet = false
+
+    @Flag(name: .shortAndLong, help: "Log what the engine does.")
+    var verbose = false
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var engine: EngineOptions
+
+    func validate() throws {
+        if (id == nil) == !all { throw ValidationError("Name one download id, or pass --all.") }
+    }
+
+    func run() async throws {
+        do {
+            let database = try store.open()
+            let downloader = Downloader(configuration: engine.configuration(), database: database, logger: makeLogger(verbose: verbose))
+            var ids: [String]
+            if let id {
+                try await downloader.resume(id: id)
+                ids = [id]
+            } else {
+                let failed = try await database.allRecords().filter { $0.state == .failed }.map(\.id)
+                for id in failed { try await downloader.resume(id: id) }
+                ids = failed + (try await downloader.resumePendingDownloads(includePaused: true))
+            }
+            if ids.isEmpty {
+                await downloader.shutdown()
+                return Terminal.out("Nothing to resume.")
+            }
+            let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids)
+            if code != ExitCodes.success { throw ExitCode(code) }
+        } catch let error as CourierError {
+            throw failure(error)
+        }
+    }
+}
+
+struct Cancel: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Cancel a download: its partial file and record are deleted (a finished file is kept).")
+
+    @Argument(help: "The download's id.")
+    var id: String
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var engine: EngineOptions
+
+    func run() async throws {
+        do {
+            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), logger: makeLogger(verbose: false))
+            do {
+                try await downloader.cancel(id: id)
+            } catch {
+                await downloader.shutdown()
+                throw error
+            }
+            await downloader.shutdown()
+            Terminal.out("Cancelled \(id).")
+        } catch let error as CourierError {
+            throw failure(error)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Courier
+import Dispatch
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs downloads in the foreground: progress on stderr, Ctrl-C (SIGINT) or SIGTERM pauses
+/// them (partial and record kept) and says how to go on.
+struct Foreground {
+    let downloader: Downloader
+    let quiet: Bool
+
+    /// Watches `ids` until each completes, fails, or pauses; returns the exit code.
+    func watch(_ ids: [String], paths: [String: String] = [:]) async -> Int32 {
+        let interrupted = InterruptFlag()
+        let signals = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                guard interrupted.set() else { return }
+                Task { for id in ids { try? await downloader.pause(id: id) } }
+            }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+
+        var worst = ExitCodes.success
+        await withTaskGroup(of: Int32.self) { group in
+            for id in ids {
+                group.addTask { await watchOne(id, path: paths[id], interrupted: interrupted) }
+            }
+            for await code in group where code != ExitCodes.success {
+                if worst == ExitCodes.success || code == ExitCodes.interrupted { worst = code }
+            }
+        }
+        await downloader.shutdown()
+        return worst
+    }
+
+    private func watchOne(_ id: String, path: String?, interrupted: InterruptFlag) async -> Int32 {
+        var renderer = ProgressRenderer(label: id.count > 24 ? String(id.prefix(21)) + "..." : id)
+        var lastProgress: DownloadProgress?
+        for await event in downloader.events(for: id) {
+            switch event {
+            case let .progress(p):
+                lastProgress = p
+                if !quiet { renderer.show(p) }
+            case let .completed(record):
+                if !quiet, let p = lastProgress { renderer.show(DownloadProgress(id: id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes, bytesPerSecond: p.bytesPerSecond, secondsRemaining: 0), force: true) }
+                renderer.finish()
+                let shown = "/" + record.localFinalPath
+                let verified = record.expectedSHA256 != nil ? ", SHA-256 verified" : ""
+                Terminal.out("\(shown)  (\(Format.bytes(record.bytesReceived))\(verified))")
+                return ExitCodes.success
+            case let .failed(_, error):
+                renderer.finish()
+                Terminal.error("courier: \(id): \(error.code.rawValue): \(error.message)")
+                return ExitCodes.code(for: error.code)
+            case let .stateChanged(_, .paused, error):
+                renderer.finish()
+                let record = try? await downloader.record(id: id)
+                let held = record.map { "\(Format.bytes($0.bytesReceived))\($0.totalBytes.map { " of " + Format.bytes($0) } ?? "")" } ?? "its bytes"
+                if let error {
+                    Terminal.error("courier: \(id): paused: \(error.code.rawValue): \(error.message)")
+                }
+                Terminal.error("Paused \(id) at \(held). Run the same command again, or `courier resume \(id)`, to continue.")
+                return error.map { ExitCodes.code(for: $0.code) } ?? ExitCodes.interrupted
+            case .cancelled:
+                renderer.finish()
+                Terminal.error("courier: \(id) was cancelled")
+                return ExitCodes.interrupted
+            default:
+                continue
+            }
+        }
+        return interrupted.isSet ? ExitCodes.interrupted : ExitCodes.failure
+    }
+}
+
+/// Set once by the first signal.
+final class InterruptFlag: @unchecked Sendable { // guarded by lock
+    private let lock = NSLock()
+    private var value = false
+    /// Sets the flag; returns whether this call set it.
+    func set() -> Bool { lock.lock(); defer { lock.unlock() }; if value { return false }; value = true; return true }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+/// The CLI's logger: warnings and worse on stderr, or everything with --verbose.
+func makeLogger(verbose: Bool) -> Logger {
+    var logger = Logger(label: "courier") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = verbose ? .debug : .error
+    return logger
+}

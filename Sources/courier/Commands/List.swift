@@ -1,0 +1,112 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// A record as the CLI shows it: URL redacted, paths absolute (the CLI's root is `/`).
+struct RecordView: Codable {
+    var id: String
+    var state: String
+    var url: String
+    var path: String
+    var bytesReceived: Int64
+    var totalBytes: Int64?
+    var sha256: String?
+    var priority: Int
+    var attempts: Int
+    var errorCode: String?
+    var errorMessage: String?
+    var mediaId: String?
+    var mediaType: String?
+    var createdAt: String
+    var updatedAt: String
+
+    init(_ r: DownloadRecord) {
+        let iso = ISO8601DateFormatter()
+        id = r.id
+        state = r.state.rawValue
+        url = Redactor.redact(url: r.remoteUrl)
+        path = "/" + r.localFinalPath
+        bytesReceived = r.bytesReceived
+        totalBytes = r.totalBytes
+        sha256 = r.expectedSHA256
+        priority = r.priority
+        attempts = r.attemptCount
+        errorCode = r.lastErrorCode
+        errorMessage = r.lastErrorMessage
+        mediaId = r.mediaId
+        mediaType = r.mediaType
+        createdAt = iso.string(from: r.createdAt)
+        updatedAt = iso.string(from: r.updatedAt)
+    }
+
+    var progressText: String {
+        guard let totalBytes, totalBytes > 0 else { return Format.bytes(bytesReceived) }
+        return String(format: "%.1f%% of %@", Double(bytesReceived) / Double(totalBytes) * 100, Format.bytes(totalBytes))
+    }
+}
+
+func printJSON<T: Encodable>(_ value: T) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    Terminal.out(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List downloads.")
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    @OptionGroup var store: StoreOptions
+
+    func run() async throws {
+        do {
+            let records = try await store.open().allRecords().map(RecordView.init)
+            if json { return try printJSON(records) }
+            if records.isEmpty { return Terminal.out("No downloads.") }
+            let idWidth = min(40, max(2, records.map(\.id.count).max() ?? 2))
+            Terminal.out("ID".padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  STATE        PROGRESS            PATH")
+            for r in records {
+                Terminal.out(r.id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
+                    + r.state.padding(toLength: 11, withPad: " ", startingAt: 0) + "  "
+                    + r.progressText.padding(toLength: 18, withPad: " ", startingAt: 0) + "  " + r.path
+                    + (r.errorCode.map { "  [\($0)]" } ?? ""))
+            }
+        } catch let error as CourierError {
+            throw failure(error)
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one download.")
+
+    @Argument(help: "The download's id.")
+    var id: String
+
+    @Flag(name: .long, help: "Print JSON.")
+    var json = false
+
+    @OptionGroup var store: StoreOptions
+
+    func run() async throws {
+        do {
+            guard let record = try await store.open().record(id: id) else {
+                throw CourierError(.notFound, "no download with id \(id)")
+            }
+            let view = RecordView(record)
+            if json { return try printJSON(view) }
+            Terminal.out("""
+            id:        \(view.id)
+            state:     \(view.state)
+            progress:  \(Format.bytes(view.bytesReceived))\(view.totalBytes.map { " of " + Format.bytes($0) } ?? "") (\(view.progressText))
+            url:       \(view.url)
+            path:      \(view.path)
+            sha256:    \(view.sha256 ?? "-")
+            attempts:  \(view.attempts)
+            """ + (view.errorCode.map { "\nerror:     \($0): \(view.errorMessage ?? "")" } ?? ""))
+        } catch let error as CourierError {
+            throw failure(error)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import CourierOrigin
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve a directory over HTTP with Range, If-Range, ETag and Last-Modified, for testing downloads.",
+        discussion: """
+        Misbehave per request with query parameters: drop=N (close after N body bytes), norange=1 \
+        (200 to ranges), changeetag=1, weak=1, novalidators=1, gzip=1, status=S&count=K \
+        (answer S to the first K requests), retryafter=N, stall=N&stallsecs=T, align=N, crshift=N, \
+        crtotal=N, cldelta=N (lie about Content-Length), rate=N (bytes/s), redirect=URL, times=K.
+        """)
+
+    @Argument(help: "The directory to serve.")
+    var directory: String
+
+    @Option(name: .long, help: "The port (0: any free port).")
+    var port: Int = 8080
+
+    @Option(name: .long, help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    func run() async throws {
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue else {
+            Terminal.error("courier: E_FNF: \(directory) is not a directory")
+            throw ExitCode(ExitCodes.storage)
+        }
+        let origin = try await CourierOrigin.start(directory: URL(fileURLWithPath: directory), host: host, port: port)
+        Terminal.out("Serving \(directory) at http://\(host):\(origin.port)/ (Ctrl-C stops)")
+        let (stop, continuation) = AsyncStream<Void>.makeStream()
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { continuation.yield(); continuation.finish() }
+            source.resume()
+            return source
+        }
+        for await _ in stop { break }
+        sources.forEach { $0.cancel() }
+        try await origin.stop()
+        Terminal.error("Stopped.")
+    }
+}

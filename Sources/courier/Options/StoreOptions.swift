@@ -1,0 +1,45 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// Where the CLI keeps its records.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .long, help: "The database file (default: $XDG_DATA_HOME/courier/courier.sqlite).")
+    var db: String?
+
+    var databasePath: String {
+        if let db { return URL(fileURLWithPath: db).standardizedFileURL.path }
+        let env = ProcessInfo.processInfo.environment
+        let base: String
+        if let xdg = env["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            base = xdg
+        } else {
+            base = (env["HOME"] ?? NSHomeDirectory()) + "/.local/share"
+        }
+        return base + "/courier/courier.sqlite"
+    }
+
+    func open() throws -> CourierDatabase { try CourierDatabase(path: databasePath) }
+}
+
+/// How the CLI's engine behaves.
+struct EngineOptions: ParsableArguments {
+    @Option(name: .long, help: "Failed attempts in a row before giving up.")
+    var maxAttempts: Int = 8
+
+    @Option(name: .long, help: "Seconds without a byte before an attempt is aborted and retried.")
+    var idleTimeout: Int = 30
+
+    @Option(name: .long, help: "Downloads at once (resume --all).")
+    var parallel: Int = 4
+
+    /// The CLI stores paths relative to `/`: a terminal user names files by absolute or
+    /// working-directory paths, and no container moves under them.
+    func configuration() -> DownloaderConfiguration {
+        var c = DownloaderConfiguration(rootDirectory: URL(fileURLWithPath: "/"))
+        c.retryPolicy.maxAttempts = max(1, maxAttempts)
+        c.idleTimeout = .seconds(max(1, idleTimeout))
+        c.maxConcurrentDownloads = max(1, parallel)
+        return c
+    }
+}

@@ -1,0 +1,52 @@
+import ArgumentParser
+import Courier
+
+/// The CLI's exit codes: one per kind of outcome, so scripts can tell them apart.
+enum ExitCodes {
+    static let success: Int32 = 0
+    static let failure: Int32 = 1
+    static let network: Int32 = 3
+    static let integrity: Int32 = 4
+    static let storage: Int32 = 5
+    static let notFound: Int32 = 6
+    static let usage: Int32 = 64
+    static let interrupted: Int32 = 130
+
+    static let table = """
+          0    success
+          1    other failure (database, invalid state)
+          3    network or HTTP failure (E_NETWORK, E_TIMEOUT, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
+          4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
+          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE)
+          6    no such download (E_NOT_FOUND)
+         64    usage error (bad flags, invalid URL, path or id)
+        130    interrupted: the download is paused and resumes on the next run
+        """
+
+    /// The exit code for an error code.
+    static func code(for error: CourierError.Code) -> Int32 {
+        switch error {
+        case .network, .timeout, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
+             .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect:
+            return network
+        case .checksumMismatch, .sizeMismatch, .bodyTooLong:
+            return integrity
+        case .noSpace, .fileNotFound, .fileRead, .fileWrite:
+            return storage
+        case .notFound:
+            return notFound
+        case .invalidURL, .unsupportedScheme, .invalidPath, .invalidArgument:
+            return usage
+        case .paused, .cancelled:
+            return interrupted
+        default:
+            return failure
+        }
+    }
+}
+
+/// Prints a Courier error and exits with its code.
+func failure(_ error: CourierError) -> ExitCode {
+    Terminal.error("courier: \(error.code.rawValue): \(error.message)")
+    return ExitCode(ExitCodes.code(for: error.code))
+}
