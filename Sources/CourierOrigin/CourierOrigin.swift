@@ -31,7 +31,8 @@ public final class CourierOrigin: Sendable {
     struct OriginState {
         var faults: [String: Fault] = [:]
         var counts: [String: Int] = [:]
-        var log: [OriginRequest] = []
+        var log: [(serial: Int, request: OriginRequest)] = []
+        var nextSerial = 0
         var etagGeneration = 0
         var requiredAuthorization: String?
     }
@@ -99,7 +100,8 @@ public final class CourierOrigin: Sendable {
     }
 
     /// Every request answered so far, oldest first.
-    public var requests: [OriginRequest] { state.withLockedValue { $0.log } }
+    /// Each is logged when it arrives and updated as its body is sent.
+    public var requests: [OriginRequest] { state.withLockedValue { $0.log.map(\.request) } }
 
     /// Forgets the request log.
     public func clearRequests() { state.withLockedValue { $0.log.removeAll() } }
@@ -130,7 +132,12 @@ public final class CourierOrigin: Sendable {
         var record = OriginRequest(method: head.method.rawValue, path: path, range: head.headers.first(name: "Range"),
                                    ifRange: head.headers.first(name: "If-Range"), acceptEncoding: head.headers.first(name: "Accept-Encoding"),
                                    authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
-        defer { let r = record; state.withLockedValue { $0.log.append(r) } }
+        let serial: Int = state.withLockedValue { s in
+            s.nextSerial += 1
+            s.log.append((s.nextSerial, record))
+            return s.nextSerial
+        }
+        defer { update(serial, record) }
 
         // Pick the fault: query parameters win over the per-path fault.
         let (fault, requestNumber, generation, requiredAuth): (Fault, Int, Int, String?) = state.withLockedValue { s in
@@ -225,6 +232,7 @@ public final class CourierOrigin: Sendable {
         headers.append(("Content-Length", String(bodyLength + f.contentLengthDelta)))
         record.status = status
 
+        update(serial, record)
         try await writeHead(status: status, headers: headers, outbound: outbound, keepAlive: keepAlive)
         if isHead { return keepAlive }
 
@@ -252,6 +260,7 @@ public final class CourierOrigin: Sendable {
                 try await outbound.write(ByteBuffer(bytes: bytes))
                 sent += Int64(bytes.count)
                 record.bodyBytesSent = sent
+                update(serial, record)
             }
             if let drop = f.dropAfterBytes, sent >= drop { return false }
             if let stall = f.stallAfterBytes, !stalled, sent >= stall {
@@ -266,6 +275,12 @@ public final class CourierOrigin: Sendable {
         // A lying Content-Length leaves the connection unusable: close it.
         if f.contentLengthDelta != 0 { return false }
         return keepAlive
+    }
+
+    private func update(_ serial: Int, _ request: OriginRequest) {
+        state.withLockedValue { s in
+            if let i = s.log.lastIndex(where: { $0.serial == serial }) { s.log[i].request = request }
+        }
     }
 
     private struct ServedFile {

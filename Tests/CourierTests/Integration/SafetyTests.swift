@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import Testing
 @testable import Courier
@@ -20,6 +23,42 @@ import CourierOrigin
             #expect(record.state == .paused)
             #expect(record.lastErrorCode == "E_NO_SPACE")
             #expect(fx.partialLength("f.bin") == 0 && !fx.exists("f.bin"))
+        }
+    }
+
+    /// A real full disk: a 16 MiB tmpfs as the root, filled up while the download runs.
+    @Test(.enabled(if: TmpfsMount.isAvailable, "needs root to mount a tmpfs"))
+    func diskFullWhileWritingPausesKeepsThePartialAndResumesAfterSpaceIsFreed() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 8 << 20)
+            var slow = Fault(); slow.bytesPerSecond = 4 << 20
+            fx.origin.setFault(slow, for: "/f.bin")
+            let mount = try TmpfsMount(at: fx.base.appendingPathComponent("small"), megabytes: 16)
+            defer { mount.unmount() }
+            var config = fx.configuration()
+            config.rootDirectory = mount.url
+            let d = Downloader(configuration: config, database: try fx.database())
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            let partial = mount.url.appendingPathComponent("f.bin.partial")
+            #expect(try await eventually { PartialFile.length(at: partial) >= 2 << 20 })
+            // Something else fills the disk, leaving about 1 MiB.
+            let filler = mount.url.appendingPathComponent("filler")
+            let free = DiskSpace.available(at: mount.url) ?? 0
+            try Data(count: Int(max(0, free - (1 << 20)))).write(to: filler)
+            do { try await d.waitForCompletion(id: "x"); Issue.record("must pause") } catch let e as CourierError {
+                #expect(e.code == .paused && e.message.contains("E_NO_SPACE"))
+            }
+            let record = try #require(try await d.record(id: "x"))
+            #expect(record.state == .paused && record.lastErrorCode == "E_NO_SPACE")
+            let kept = PartialFile.length(at: partial)
+            #expect(kept > 2 << 20 && kept == record.bytesReceived)
+            #expect(try Data(contentsOf: partial) == data.prefix(Int(kept)))   // intact, every byte right
+            try FileManager.default.removeItem(at: filler)
+            fx.origin.setFault(nil, for: "/f.bin")
+            try await d.resume(id: "x")
+            _ = try await d.waitForCompletion(id: "x")
+            await d.shutdown()
+            #expect(try Data(contentsOf: mount.url.appendingPathComponent("f.bin")) == data)
         }
     }
 
@@ -208,5 +247,39 @@ actor Refresher: URLRefreshing {
     func refreshedURL(for record: DownloadRecord, reason: URLRefreshReason) async throws -> String? {
         reasons.append(reason)
         return fresh
+    }
+}
+
+/// A small tmpfs mounted for a test (needs root; the test is skipped elsewhere).
+struct TmpfsMount {
+    let url: URL
+
+    static let isAvailable: Bool = {
+        guard getuid() == 0 else { return false }
+        let probe = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-tmpfs-probe-\(getpid())")
+        guard let m = try? TmpfsMount(at: probe, megabytes: 1) else { return false }
+        m.unmount()
+        return true
+    }()
+
+    init(at url: URL, megabytes: Int) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/mount")
+        p.arguments = ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", url.path]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CourierError(.fileWrite, "mount failed") }
+        self.url = url
+    }
+
+    func unmount() {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/umount")
+        p.arguments = [url.path]
+        try? p.run()
+        p.waitUntilExit()
+        try? FileManager.default.removeItem(at: url)
     }
 }

@@ -1,0 +1,176 @@
+import Crypto
+import CourierOrigin
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// End-to-end tests of the built `courier` binary, as a user runs it.
+@Suite(.serialized) struct CLITests {
+    /// The built binary: $COURIER_BIN, else .build/debug/courier beside this package.
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["COURIER_BIN"] { return path }
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return package.appendingPathComponent(".build/debug/courier").path
+    }
+
+    final class World: @unchecked Sendable { // one test at a time
+        let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-cli-\(UUID().uuidString)")
+        var served: URL { base.appendingPathComponent("served") }
+        var out: URL { base.appendingPathComponent("out") }
+        var db: String { base.appendingPathComponent("db/courier.sqlite").path }
+        var origin: CourierOrigin!
+
+        init() async throws {
+            try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+            origin = try await CourierOrigin.start(directory: served)
+        }
+
+        func close() async {
+            try? await origin.stop()
+            try? FileManager.default.removeItem(at: base)
+        }
+
+        func serve(_ name: String, size: Int) throws -> Data {
+            var state: UInt64 = 88172645463325252
+            var words = [UInt64](repeating: 0, count: size / 8 + 1)
+            for i in words.indices { state ^= state << 13; state ^= state >> 7; state ^= state << 17; words[i] = state }
+            let data = words.withUnsafeBytes { Data($0.prefix(size)) }
+            try data.write(to: served.appendingPathComponent(name))
+            return data
+        }
+    }
+
+    struct Result { var status: Int32; var stdout: String; var stderr: String }
+
+    /// Starts the binary; returns the process and its output pipes.
+    static func launch(_ args: [String], cwd: URL? = nil) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = args
+        if let cwd { p.currentDirectoryURL = cwd }
+        var env = ProcessInfo.processInfo.environment
+        env["TERM"] = "dumb"
+        p.environment = env
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        return (p, out, err)
+    }
+
+    static func run(_ args: [String], cwd: URL? = nil) throws -> Result {
+        let (p, out, err) = try launch(args, cwd: cwd)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+
+    @Test func binaryExists() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the CLI first: swift build (scripts/test does)")
+    }
+
+    @Test func sigintPausesAndTheSameCommandResumesFromThePartial() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("big.bin", size: 24 << 20)
+        var slow = Fault(); slow.bytesPerSecond = 6 << 20   // about 4 s in all
+        w.origin.setFault(slow, for: "/big.bin")
+        let target = w.out.appendingPathComponent("big.bin")
+        let args = ["get", w.origin.url("/big.bin"), "-o", target.path, "--sha256", Self.sha256(data), "--db", w.db]
+
+        let (p, out, err) = try Self.launch(args)
+        let partial = target.path + ".partial"
+        let deadline = ContinuousClock.now + .seconds(30)
+        func partialSize() -> Int { ((try? FileManager.default.attributesOfItem(atPath: partial))?[.size] as? Int) ?? 0 }
+        while partialSize() < 6 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        kill(p.processIdentifier, SIGINT)
+        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 130, "stderr: \(errText)")
+        #expect(errText.contains("Paused"))
+        #expect(errText.contains("courier resume"))
+        let kept = partialSize()
+        #expect(kept > 0 && kept < data.count)
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+
+        let status = try Self.run(["list", "--json", "--db", w.db])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("\"state\" : \"paused\""))
+
+        w.origin.setFault(nil, for: "/big.bin")
+        w.origin.clearRequests()
+        let second = try Self.run(args)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(second.stderr.contains("Resuming"))
+        #expect(second.stdout.contains("SHA-256 verified"))
+        let written = try Data(contentsOf: target)
+        #expect(Self.sha256(written) == Self.sha256(data))
+        // The second run did not start from zero.
+        let first = try #require(w.origin.requests.first)
+        #expect(first.range == "bytes=\(kept)-")
+        #expect(first.status == 206)
+        #expect(w.origin.requests.reduce(0) { $0 + $1.bodyBytesSent } == Int64(data.count - kept))
+    }
+
+    @Test func exitCodesTellFailuresApart() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("f.bin", size: 10_000)
+        let notFound = try Self.run(["get", w.origin.url("/missing.bin"), "-o", w.out.appendingPathComponent("m").path, "--db", w.db])
+        #expect(notFound.status == 3)
+        #expect(notFound.stderr.contains("E_HTTP_4XX"))
+        let badHash = try Self.run(["get", w.origin.url("/f.bin"), "-o", w.out.appendingPathComponent("h").path, "--sha256", String(repeating: "0", count: 64), "--db", w.db])
+        #expect(badHash.status == 4)
+        #expect(badHash.stderr.contains("E_CHECKSUM_MISMATCH"))
+        #expect(!FileManager.default.fileExists(atPath: w.out.appendingPathComponent("h").path))
+        let badURL = try Self.run(["get", "ftp://example.com/x", "--db", w.db])
+        #expect(badURL.status == 64)
+        let badFlag = try Self.run(["get", "--no-such-flag"])
+        #expect(badFlag.status == 64)
+        let unknown = try Self.run(["status", "nope", "--db", w.db])
+        #expect(unknown.status == 6)
+        let help = try Self.run(["--help"])
+        #expect(help.stdout.contains("EXIT CODES") && help.stdout.contains("130"))
+        // A plain get into the working directory, named from the URL.
+        let plain = try Self.run(["get", w.origin.url("/f.bin"), "--db", w.db], cwd: w.out)
+        #expect(plain.status == 0, "stderr: \(plain.stderr)")
+        #expect(try Data(contentsOf: w.out.appendingPathComponent("f.bin")) == data)
+    }
+
+    @Test func pauseCancelAndStatusFromAnotherProcess() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("f.bin", size: 12 << 20)
+        var slow = Fault(); slow.bytesPerSecond = 3 << 20
+        w.origin.setFault(slow, for: "/f.bin")
+        let target = w.out.appendingPathComponent("f.bin")
+        let (p, out, err) = try Self.launch(["get", w.origin.url("/f.bin") + "?api_key=PLANTED_SECRET", "-o", target.path, "--id", "job1", "--db", w.db])
+        try await Task.sleep(for: .milliseconds(1500))
+        let paused = try Self.run(["pause", "job1", "--db", w.db])
+        #expect(paused.status == 0)
+        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let outText = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 130, "the running get stops when another process pauses it: \(errText)")
+        let status = try Self.run(["status", "job1", "--json", "--db", w.db])
+        #expect(status.stdout.contains("\"state\" : \"paused\""))
+        for text in [errText, outText, status.stdout, try Self.run(["list", "--db", w.db]).stdout] {
+            #expect(!text.contains("PLANTED_SECRET"))
+        }
+        w.origin.setFault(nil, for: "/f.bin")
+        let resumed = try Self.run(["resume", "job1", "--db", w.db])
+        #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(try Data(contentsOf: target) == data)
+        let cancelled = try Self.run(["cancel", "job1", "--db", w.db])
+        #expect(cancelled.status == 0)
+        #expect(FileManager.default.fileExists(atPath: target.path))   // a finished file is kept
+        #expect(try Self.run(["status", "job1", "--db", w.db]).status == 6)
+    }
+}
