@@ -189,6 +189,9 @@ public final class CourierOrigin: Sendable {
         if let etag { headers.append(("ETag", etag)) }
         if let lastModified { headers.append(("Last-Modified", lastModified)) }
         headers.append(("Content-Type", "application/octet-stream"))
+        if let name = f.contentDisposition {
+            headers.append(("Content-Disposition", "attachment; filename=\"\(name.replacingOccurrences(of: "\"", with: "\\\""))\""))
+        }
 
         // Range and If-Range.
         var status = 200

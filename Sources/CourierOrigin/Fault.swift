@@ -41,6 +41,8 @@ public struct Fault: Sendable, Equatable, Codable {
     public var redirectTo: String?
     /// The redirect's status (default 302) (query: `redirectstatus`).
     public var redirectStatus = 302
+    /// Send `Content-Disposition: attachment; filename="…"` with this name (query: `disposition`).
+    public var contentDisposition: String?
     /// Only apply the fault to this many requests to the path, then behave (0 = always) (query: `times`).
     public var times = 0
 
@@ -70,6 +72,7 @@ public struct Fault: Sendable, Equatable, Codable {
         redirectTo = query["redirect"]
         redirectStatus = int("redirectstatus").map { Int($0) } ?? 302
         times = int("times").map { Int($0) } ?? 0
+        contentDisposition = query["disposition"]
     }
 
     /// Whether any field is set.

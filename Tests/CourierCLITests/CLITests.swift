@@ -173,4 +173,39 @@ import Glibc
         #expect(FileManager.default.fileExists(atPath: target.path))   // a finished file is kept
         #expect(try Self.run(["status", "job1", "--db", w.db]).status == 6)
     }
+
+    @Test func hostileContentDispositionNameStaysInTheWorkingDirectory() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("f.bin", size: 5000)
+        var evil = Fault(); evil.contentDisposition = "../../evil.sh"
+        w.origin.setFault(evil, for: "/f.bin")
+        let result = try Self.run(["get", w.origin.url("/f.bin"), "--db", w.db], cwd: w.out)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        #expect(try Data(contentsOf: w.out.appendingPathComponent("evil.sh")) == data)
+        #expect(!FileManager.default.fileExists(atPath: w.base.appendingPathComponent("evil.sh").path))
+    }
+
+    @Test func serveCommandServesADirectoryUntilInterrupted() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("s.bin", size: 70_000)
+        let (server, out, _) = try Self.launch(["serve", w.served.path, "--port", "0"])
+        defer { if server.isRunning { server.terminate() } }
+        // The first line names the URL with the port picked.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        let port = try #require(text.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        let got = try Self.run(["get", "http://127.0.0.1:\(port)/s.bin", "-o", w.out.appendingPathComponent("s.bin").path, "--db", w.db])
+        #expect(got.status == 0, "stderr: \(got.stderr)")
+        #expect(try Data(contentsOf: w.out.appendingPathComponent("s.bin")) == data)
+        kill(server.processIdentifier, SIGINT)
+        server.waitUntilExit()
+        #expect(server.terminationStatus == 0)
+    }
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
@@ -10,6 +11,7 @@ import NIOHTTPCompression
 public final class AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
     private let ownsClient: Bool
+    private let isShutDown = NIOLockedValueBox(false)
 
     /// Makes a transport with its own client.
     /// - Parameters:
@@ -49,7 +51,17 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Shuts the client down when this transport made it.
     public func shutdown() async throws {
-        if ownsClient { try await client.shutdown() }
+        guard ownsClient, isShutDown.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
+        try await client.shutdown()
+    }
+
+    /// A transport dropped without ``shutdown()`` (an app that never calls
+    /// ``Downloader/shutdown()``) still releases its client, without blocking, instead of
+    /// tripping AsyncHTTPClient's debug-build precondition.
+    deinit {
+        if ownsClient, isShutDown.withLockedValue({ !$0 }) {
+            client.shutdown(queue: .global()) { _ in }
+        }
     }
 
     static func map(_ error: any Error, url: String) -> any Error {

@@ -1,0 +1,116 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Courier
+
+@Suite struct StoreTests {
+    /// Courier's table lives in the app's own database, so the app can join it and write
+    /// both in one transaction.
+    @Test func joinsTheAppsDatabaseAndSharesTransactions() async throws {
+        let app = try DatabaseQueue()
+        try await app.write { db in
+            try db.create(table: "video") { t in
+                t.column("id", .text).primaryKey()
+                t.column("title", .text)
+            }
+        }
+        let store = try CourierDatabase(writer: app)
+        try await app.write { db in
+            try db.execute(sql: "INSERT INTO video (id, title) VALUES ('7', 'Seven')")
+            try DownloadRecord(id: "video_7", remoteUrl: "https://cdn.example/7.mp4", localFinalPath: "v/7.mp4", partialPath: "v/7.mp4.partial",
+                               mediaId: "7", mediaType: "video").insert(db)
+        }
+        let joined = try await app.read { db in
+            try String.fetchOne(db, sql: """
+                SELECT video.title FROM video JOIN courierDownload d ON d.mediaId = video.id AND d.mediaType = 'video'
+                """)
+        }
+        #expect(joined == "Seven")
+        // A failing app transaction leaves neither row.
+        await #expect(throws: (any Error).self) {
+            try await app.write { db in
+                try db.execute(sql: "INSERT INTO video (id, title) VALUES ('8', 'Eight')")
+                try DownloadRecord(id: "video_8", remoteUrl: "https://x/8", localFinalPath: "8", partialPath: "8.partial").insert(db)
+                throw CourierError(.invalidState, "app changed its mind")
+            }
+        }
+        #expect(try await store.record(id: "video_8") == nil)
+        // Migrations run once; opening again is harmless.
+        _ = try CourierDatabase(writer: app)
+        #expect(try await store.allRecords().map(\.id) == ["video_7"])
+    }
+
+    @Test func aCorruptDatabaseFileIsAClearError() throws {
+        let path = NSTemporaryDirectory() + "courier-corrupt-\(UUID().uuidString).sqlite"
+        try Data(repeating: 0x42, count: 8192).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            _ = try CourierDatabase(path: path)
+            Issue.record("a corrupt file must not open")
+        } catch let e as CourierError {
+            #expect(e.code == .database)
+        }
+    }
+
+    @Test func aDownloaderDroppedWithoutShutdownDoesNotCrash() async throws {
+        try await withFixture { fx in
+            try fx.serve("f.bin", size: 1000)
+            do {
+                let d = try fx.downloader()
+                try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+                _ = try await d.waitForCompletion(id: "x")
+            }
+            try await Task.sleep(for: .milliseconds(200))   // AsyncHTTPClient would trap here in debug builds
+            #expect(fx.exists("f.bin"))
+        }
+    }
+}
+
+/// Random and mutated input to every header parser: each returns a value or a
+/// CourierError, never crashes. Seeded, so a failure replays.
+@Suite struct ParserRobustnessTests {
+    @Test func randomInputNeverCrashes() {
+        var rng = SplitMix(seed: 0xC0FFEE)
+        let seeds = ["bytes 0-499/1234", "bytes */1234", "W/\"abc\"", "\"abc\"", "120", "Sun, 06 Nov 1994 08:49:37 GMT",
+                     "attachment; filename=\"a.txt\"; filename*=UTF-8''a%20b.txt", "https://a.example/x?token=1"]
+        let alphabet = Array("bytes */-0123456789W\"\\;=%'aA ,\t\u{0}\u{7f}é📦".unicodeScalars)
+        var parsed = 0, refused = 0
+        for i in 0..<20_000 {
+            var scalars = Array(seeds[i % seeds.count].unicodeScalars)
+            for _ in 0..<Int(rng.next() % 6) {
+                let op = rng.next() % 3
+                let pos = scalars.isEmpty ? 0 : Int(rng.next() % UInt64(scalars.count))
+                let ch = alphabet[Int(rng.next() % UInt64(alphabet.count))]
+                switch op {
+                case 0: scalars.insert(ch, at: pos)
+                case 1: if !scalars.isEmpty { scalars.remove(at: pos) }
+                default: if !scalars.isEmpty { scalars[pos] = ch }
+                }
+            }
+            let text = String(String.UnicodeScalarView(scalars))
+            for attempt in [
+                { _ = try ContentRange(parsing: text) }, { _ = try EntityTag(parsing: text) },
+                { _ = try RetryAfter.parse(text) }, { _ = try ContentDisposition(parsing: text) },
+                { _ = try URLPolicy.validate(text) }, { _ = try SafePath.validateRelative(text) },
+            ] as [() throws -> Void] {
+                do { try attempt(); parsed += 1 } catch is CourierError { refused += 1 } catch { Issue.record("non-Courier error for \(text.debugDescription)") }
+            }
+            _ = HTTPDate.parse(text)
+            _ = Redactor.redact(text)
+            _ = SafePath.sanitizedFileName(text)
+        }
+        #expect(parsed > 0 && refused > 0)
+    }
+}
+
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
