@@ -13,19 +13,8 @@ struct Pause: AsyncParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func run() async throws {
-        do {
-            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), logger: makeLogger(verbose: false))
-            do {
-                try await downloader.pause(id: id)
-            } catch {
-                await downloader.shutdown()
-                throw error
-            }
-            await downloader.shutdown()
-            Terminal.out("Paused \(id).")
-        } catch let error as CourierError {
-            throw failure(error)
-        }
+        try await withDownloader(store: store, engine: engine) { try await $0.pause(id: id) }
+        Terminal.out("Paused \(id).")
     }
 }
 
@@ -86,18 +75,24 @@ struct Cancel: AsyncParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func run() async throws {
+        try await withDownloader(store: store, engine: engine) { try await $0.cancel(id: id) }
+        Terminal.out("Cancelled \(id).")
+    }
+}
+
+/// Runs one control operation on a downloader over the CLI's database, always shutting it
+/// down, and turns a Courier error into its exit code.
+func withDownloader(store: StoreOptions, engine: EngineOptions, _ body: (Downloader) async throws -> Void) async throws {
+    do {
+        let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), logger: makeLogger(verbose: false))
         do {
-            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), logger: makeLogger(verbose: false))
-            do {
-                try await downloader.cancel(id: id)
-            } catch {
-                await downloader.shutdown()
-                throw error
-            }
+            try await body(downloader)
+        } catch {
             await downloader.shutdown()
-            Terminal.out("Cancelled \(id).")
-        } catch let error as CourierError {
-            throw failure(error)
+            throw error
         }
+        await downloader.shutdown()
+    } catch let error as CourierError {
+        throw failure(error)
     }
 }

@@ -143,13 +143,16 @@ import CourierOrigin
             let cancellable = try observation.start(in: db.writer, onError: { _ in }, onChange: { _ in writes.increment() })
             let d = Downloader(configuration: fx.configuration(), database: db)
             let events = d.events(for: "x")
+            let started = ContinuousClock.now
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             var progressEvents = 0
             for await e in events { if case .progress = e { progressEvents += 1 } }
+            let seconds = Int((ContinuousClock.now - started).components.seconds) + 1
             await d.shutdown()
             cancellable.cancel()
-            // ~3 s: about 3 progress writes, plus the state changes (enqueue, start, validators, end, complete).
-            #expect(writes.value <= 12, "progress written \(writes.value) times")
+            // About one progress write a second, plus the handful of state changes (enqueue,
+            // start, validators, last bytes, completed) — not one per network buffer.
+            #expect(writes.value <= seconds + 7, "\(writes.value) writes in about \(seconds) s")
             #expect(writes.value >= 4)
             #expect(progressEvents >= 10)   // events flow far more often than rows are written
         }

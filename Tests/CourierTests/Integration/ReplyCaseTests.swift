@@ -21,6 +21,18 @@ import CourierOrigin
         return (record, fx.origin.requests, data, fx)
     }
 
+    /// Starts a download that the origin drops after `dropAfter` bytes, and returns once
+    /// the engine is backing off with a non-empty partial: the moment to change the server.
+    private func interruptedDownload(_ fx: Fixture, size: Int = 3 << 20, dropAfter: Int64 = 1 << 20, seed: UInt64 = 1) async throws -> (Downloader, Data) {
+        let data = try fx.serve("f.bin", size: size, seed: seed)
+        var drop = Fault(); drop.dropAfterBytes = dropAfter; drop.times = 1
+        fx.origin.setFault(drop, for: "/f.bin")
+        let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
+        try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+        #expect(try await eventually { fx.origin.requests.count >= 1 && fx.partialLength("f.bin") > 0 })
+        return (d, data)
+    }
+
     @Test func plainDownloadIsWholeAndStrongETagIsStored() async throws {
         let (record, requests, data, fx) = try await downloadThroughFault(Fault())
         defer { Task { await fx.tearDown() } }
@@ -49,13 +61,8 @@ import CourierOrigin
     @Test func twoHundredToARangeTruncatesAndNeverAppends() async throws {
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
-        let data = try fx.serve("f.bin", size: 3 << 20)
-        var drop = Fault(); drop.dropAfterBytes = 1 << 20; drop.times = 1
-        fx.origin.setFault(drop, for: "/f.bin")
-        let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
-        try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+        let (d, data) = try await interruptedDownload(fx)
         // While the engine backs off, make the server ignore ranges.
-        #expect(try await eventually { fx.origin.requests.count >= 1 && fx.partialLength("f.bin") > 0 })
         var noRange = Fault(); noRange.ignoreRange = true
         fx.origin.setFault(noRange, for: "/f.bin")
         let record = try await d.waitForCompletion(id: "x")
@@ -112,12 +119,7 @@ import CourierOrigin
     @Test func changedValidatorRestartsAndNeverSplices() async throws {
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
-        _ = try fx.serve("f.bin", size: 3 << 20, seed: 1)
-        var drop = Fault(); drop.dropAfterBytes = 1 << 20; drop.times = 1
-        fx.origin.setFault(drop, for: "/f.bin")
-        let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
-        try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-        #expect(try await eventually { fx.origin.requests.count >= 1 && fx.partialLength("f.bin") > 0 })
+        let (d, _) = try await interruptedDownload(fx)
         // A new version of the file appears on the server while we back off.
         let v2 = try fx.serve("f.bin", size: 3 << 20, seed: 2)
         let later = Date().addingTimeInterval(10)
@@ -151,12 +153,7 @@ import CourierOrigin
         var fault = Fault(); fault.alignRangeStart = 1 << 16
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
-        let data = try fx.serve("f.bin", size: 3 << 20)
-        var drop = Fault(); drop.dropAfterBytes = 1_000_003; drop.times = 1
-        fx.origin.setFault(drop, for: "/f.bin")
-        let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
-        try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-        #expect(try await eventually { fx.origin.requests.count >= 1 && fx.partialLength("f.bin") > 0 })
+        let (d, data) = try await interruptedDownload(fx, dropAfter: 1_000_003)
         fx.origin.setFault(fault, for: "/f.bin")
         _ = try await d.waitForCompletion(id: "x")
         await d.shutdown()
@@ -169,12 +166,7 @@ import CourierOrigin
         var otherTotal = Fault(); otherTotal.contentRangeTotal = (4 << 20)
         for lie in [shifted, otherTotal] {
             let fx = try await Fixture()
-            let data = try fx.serve("f.bin", size: 2 << 20)
-            var drop = Fault(); drop.dropAfterBytes = 1 << 20; drop.times = 1
-            fx.origin.setFault(drop, for: "/f.bin")
-            let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
-            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-            #expect(try await eventually { fx.origin.requests.count >= 1 && fx.partialLength("f.bin") > 0 })
+            let (d, data) = try await interruptedDownload(fx, size: 2 << 20)
             var once = lie; once.times = 1
             fx.origin.setFault(once, for: "/f.bin")
             let record = try await d.waitForCompletion(id: "x")
