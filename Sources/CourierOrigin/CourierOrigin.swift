@@ -265,7 +265,12 @@ public final class CourierOrigin: Sendable {
                 record.bodyBytesSent = sent
                 update(serial, record)
             }
-            if let drop = f.dropAfterBytes, sent >= drop { return false }
+            if let drop = f.dropAfterBytes, sent >= drop {
+                // Let the written bytes drain before the connection goes, as on a real link
+                // that fails later: closing at once would discard NIO's pending writes.
+                try? await Task.sleep(for: .milliseconds(50))
+                return false
+            }
             if let stall = f.stallAfterBytes, !stalled, sent >= stall {
                 stalled = true
                 try await Task.sleep(for: .seconds(f.stallSeconds))
