@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierOrigin", targets: ["CourierOrigin"]),
+        .library(name: "CourierAttachments", targets: ["CourierAttachments"]),
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
@@ -33,6 +34,18 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CourierAttachments",
+            dependencies: [
+                "Courier",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "CourierOrigin",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -46,13 +59,16 @@ let package = Package(
             name: "courier",
             dependencies: [
                 "Courier",
+                "CourierAttachments",
                 "CourierOrigin",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierOrigin", .product(name: "Crypto", package: "swift-crypto")]),
     ]

@@ -27,6 +27,8 @@ public final class CourierOrigin: Sendable {
     private let state = NIOLockedValueBox(OriginState())
     private let logger: Logger
     private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = .init(nil)
+    /// Whether PUT (store the body as the file) and DELETE are accepted.
+    public let writable: Bool
 
     struct OriginState {
         var faults: [String: Fault] = [:]
@@ -37,7 +39,8 @@ public final class CourierOrigin: Sendable {
         var requiredAuthorization: String?
     }
 
-    private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger) {
+    private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger, writable: Bool) {
+        self.writable = writable
         self.directory = directory
         self.port = port
         self.serverChannel = serverChannel
@@ -46,7 +49,9 @@ public final class CourierOrigin: Sendable {
     }
 
     /// Starts serving `directory` on `host` (loopback by default); port 0 picks a free port.
-    public static func start(directory: URL, host: String = "127.0.0.1", port: Int = 0, logger: Logger = Logger(label: "courier.origin")) async throws -> CourierOrigin {
+    /// With `writable`, PUT stores a body as a file (atomically) and DELETE removes one.
+    public static func start(directory: URL, host: String = "127.0.0.1", port: Int = 0, writable: Bool = false,
+                             logger: Logger = Logger(label: "courier.origin")) async throws -> CourierOrigin {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -58,7 +63,7 @@ public final class CourierOrigin: Sendable {
                 }
             }
         let origin = CourierOrigin(directory: directory.standardizedFileURL, port: server.channel.localAddress?.port ?? port,
-                                   serverChannel: server.channel, group: group, logger: logger)
+                                   serverChannel: server.channel, group: group, logger: logger, writable: writable)
         let task = Task<Void, Never> {
             _ = try? await server.executeThenClose { inbound in
                 try await withThrowingDiscardingTaskGroup { tasks in
@@ -111,14 +116,26 @@ public final class CourierOrigin: Sendable {
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>) async {
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
+            var upload: UploadSink?
             for try await part in inbound {
                 switch part {
-                case let .head(h): head = h
-                case .body: continue
+                case let .head(h):
+                    head = h
+                    upload = nil
+                    if h.method == .PUT, writable { upload = try? UploadSink(directory: directory) }
+                case var .body(buffer):
+                    try upload?.write(&buffer)
                 case .end:
                     guard let h = head else { return }
                     head = nil
-                    let keepAlive = try await respond(to: h, outbound: outbound)
+                    let keepAlive: Bool
+                    if h.method == .PUT || h.method == .DELETE {
+                        keepAlive = try await respondToWrite(h, upload: upload, outbound: outbound)
+                    } else {
+                        keepAlive = try await respond(to: h, outbound: outbound)
+                    }
+                    upload?.discard()
+                    upload = nil
                     if !keepAlive { return }
                 }
             }
@@ -291,6 +308,42 @@ public final class CourierOrigin: Sendable {
         }
     }
 
+    /// PUT stores the body at the path (atomically: temp file, then rename); DELETE
+    /// removes the file (404 when it is not there). Only when the origin is writable.
+    private func respondToWrite(_ head: HTTPRequestHead, upload: UploadSink?, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
+        let (path, query) = Self.splitTarget(head.uri)
+        let keepAlive = head.isKeepAlive
+        var record = OriginRequest(method: head.method.rawValue, path: path, range: nil, ifRange: nil, acceptEncoding: nil,
+                                   authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
+        defer { let r = record; state.withLockedValue { s in s.nextSerial += 1; s.log.append((s.nextSerial, r)) } }
+        let (fault, count, requiredAuth): (Fault, Int, String?) = state.withLockedValue { s in
+            s.counts[path, default: 0] += 1
+            let q = Fault(query: query)
+            return (q.isEmpty ? (s.faults[path] ?? Fault()) : q, s.counts[path]!, s.requiredAuthorization)
+        }
+        func answer(_ status: Int) async throws -> Bool {
+            record.status = status
+            try await writeSimple(status: status, outbound: outbound, keepAlive: keepAlive, isHead: false)
+            return keepAlive
+        }
+        guard writable else { return try await answer(405) }
+        if let requiredAuth, head.headers.first(name: "Authorization") != requiredAuth { return try await answer(401) }
+        if let status = fault.failStatus, fault.failCount == 0 || count <= fault.failCount { return try await answer(status) }
+        guard let decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return try await answer(400) }
+        let parts = decoded.split(separator: "/").filter { $0 != "." }
+        guard !parts.isEmpty, !parts.contains("..") else { return try await answer(400) }
+        let target = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }
+        if head.method == .DELETE {
+            guard FileManager.default.fileExists(atPath: target.path) else { return try await answer(404) }
+            try? FileManager.default.removeItem(at: target)
+            return try await answer(204)
+        }
+        guard let upload else { return try await answer(500) }
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try upload.commit(to: target)
+        return try await answer(201)
+    }
+
     private struct ServedFile {
         var url: URL
         var size: Int64
@@ -344,5 +397,34 @@ public final class CourierOrigin: Sendable {
         f.timeZone = TimeZone(identifier: "GMT")
         f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return f.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}
+
+/// A PUT body streamed to a temporary file in the served directory.
+final class UploadSink {
+    let temp: URL
+    let handle: FileHandle
+    private var done = false
+
+    init(directory: URL) throws {
+        temp = directory.appendingPathComponent(".upload-\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: temp.path, contents: nil), let h = FileHandle(forWritingAtPath: temp.path) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        handle = h
+    }
+
+    func write(_ buffer: inout ByteBuffer) throws {
+        try handle.write(contentsOf: Data(buffer.readableBytesView))
+    }
+
+    func commit(to target: URL) throws {
+        try handle.close()
+        done = true
+        if rename(temp.path, target.path) != 0 { throw CocoaError(.fileWriteUnknown) }
+    }
+
+    func discard() {
+        if !done { try? handle.close(); unlink(temp.path); done = true }
     }
 }

@@ -146,7 +146,11 @@ struct DownloadRun: Sendable {
         var current = url
         var redirects = 0
         while true {
-            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: plan.requestHeaders))
+            var headers = plan.requestHeaders
+            if let authorizer = context.authorizer, current.origin == url.origin {
+                headers += try await authorizer.headers(for: record, url: current)
+            }
+            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))
             activity.touch()
             switch ResponseDisposition.decide(plan: plan, status: response.status, headers: response.headers) {
             case let .redirect(location):

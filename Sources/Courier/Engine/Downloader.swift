@@ -35,12 +35,14 @@ public actor Downloader {
     ///   - database: where records live (Courier's own file, or the app's database).
     ///   - transport: how to speak HTTP; AsyncHTTPClient by default.
     ///   - urlRefresher: supplies fresh URLs for expiring links.
+    ///   - requestAuthorizer: supplies headers (auth) at request time; never persisted.
     ///   - logger: where the engine logs; secrets are redacted.
     public init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: (any HTTPTransport)? = nil,
-                urlRefresher: (any URLRefreshing)? = nil, logger: Logger = Logger(label: "courier")) {
+                urlRefresher: (any URLRefreshing)? = nil, requestAuthorizer: (any RequestAuthorizing)? = nil,
+                logger: Logger = Logger(label: "courier")) {
         self.ownsTransport = transport == nil
         self.context = EngineContext(configuration: configuration, database: database, transport: transport ?? AsyncHTTPClientTransport(),
-                                     refresher: urlRefresher, logger: logger, hub: EventHub())
+                                     refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: EventHub())
     }
 
     /// The database the downloader uses.

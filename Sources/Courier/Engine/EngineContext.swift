@@ -7,6 +7,7 @@ struct EngineContext: Sendable {
     let database: CourierDatabase
     let transport: any HTTPTransport
     let refresher: (any URLRefreshing)?
+    let authorizer: (any RequestAuthorizing)?
     let logger: Logger
     let hub: EventHub
 

@@ -25,13 +25,16 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "The address to listen on.")
     var host: String = "127.0.0.1"
 
+    @Flag(name: .long, help: "Accept PUT (store the body as a file) and DELETE.")
+    var writable = false
+
     func run() async throws {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue else {
             Terminal.error("courier: E_FNF: \(directory) is not a directory")
             throw ExitCode(ExitCodes.storage)
         }
-        let origin = try await CourierOrigin.start(directory: URL(fileURLWithPath: directory), host: host, port: port)
+        let origin = try await CourierOrigin.start(directory: URL(fileURLWithPath: directory), host: host, port: port, writable: writable)
         Terminal.out("Serving \(directory) at http://\(host):\(origin.port)/ (Ctrl-C stops)")
         let (stop, continuation) = AsyncStream<Void>.makeStream()
         let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in

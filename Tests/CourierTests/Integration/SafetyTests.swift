@@ -199,6 +199,37 @@ import CourierOrigin
         }
     }
 
+    @Test func authorizationHeadersAreSentToTheOriginOnlyAndNeverStored() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 50_000)
+            fx.origin.requireAuthorization("Bearer TOKEN-XYZ")
+            let log = CapturingLog()
+            let d = Downloader(configuration: fx.configuration(), database: try fx.database(),
+                               requestAuthorizer: StaticHeaders([("Authorization", "Bearer TOKEN-XYZ")]), logger: log.logger())
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            _ = try await d.waitForCompletion(id: "x")
+            // Without the header the origin refuses: the download failing proves it was sent.
+            let bare = try fx.downloader()
+            try await bare.enqueue(DownloadRequest(id: "y", url: fx.url("f.bin"), destination: "y.bin"))
+            do { try await bare.waitForCompletion(id: "y"); Issue.record("must be refused") } catch let e as CourierError {
+                #expect(e.code == .accessDenied && e.httpStatus == 401)
+            }
+            // A redirect to another origin (localhost is not 127.0.0.1) goes without the token.
+            var away = Fault(); away.redirectTo = "http://localhost:\(fx.origin.port)/f.bin"
+            fx.origin.setFault(away, for: "/away")
+            try await d.enqueue(DownloadRequest(id: "z", url: fx.url("away"), destination: "z.bin"))
+            do { try await d.waitForCompletion(id: "z"); Issue.record("the token must not follow the redirect") } catch let e as CourierError {
+                #expect(e.code == .accessDenied)
+            }
+            #expect(fx.origin.requests.last.map { $0.path == "/f.bin" && $0.authorization == nil } == true)
+            await d.shutdown(); await bare.shutdown()
+            #expect(fx.finalData("f.bin") == data)
+            let dbBytes = try Data(contentsOf: URL(fileURLWithPath: fx.dbPath)) + ((try? Data(contentsOf: URL(fileURLWithPath: fx.dbPath + "-wal"))) ?? Data())
+            #expect(dbBytes.range(of: Data("TOKEN-XYZ".utf8)) == nil)
+            #expect(!log.text.contains("TOKEN-XYZ"))
+        }
+    }
+
     @Test func secretsNeverReachErrorsLogsOrTheErrorColumn() async throws {
         try await withFixture { fx in
             let log = CapturingLog()

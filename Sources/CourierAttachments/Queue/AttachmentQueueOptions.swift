@@ -1,0 +1,23 @@
+import Courier
+import Foundation
+
+/// How an ``AttachmentQueue`` behaves.
+public struct AttachmentQueueOptions: Sendable {
+    /// The attachments table's name (default `attachments`).
+    public var tableName = "attachments"
+    /// Archived attachments kept as a cache before the oldest are deleted (default 100).
+    public var archivedCacheLimit = 100
+    /// How often a sync runs on its own (default 30 s); `.zero` disables the timer.
+    public var syncInterval: Duration = .seconds(30)
+    /// Transfers at once (default 4).
+    public var maxConcurrentTransfers = 4
+    /// Backoff between retries of one attachment's failed transfer: exponential with
+    /// jitter, never a tight loop. `maxAttempts` is not used: without a
+    /// ``SyncErrorHandler`` retries go on forever (the seed's rule).
+    public var retryPolicy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(300))
+    /// How the resumable engine behaves for downloads (its root is the attachments directory).
+    public var downloadConfiguration: (@Sendable (inout DownloaderConfiguration) -> Void)? = nil
+
+    /// The defaults.
+    public init() {}
+}

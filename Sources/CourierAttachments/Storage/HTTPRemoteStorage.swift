@@ -1,0 +1,68 @@
+import AsyncHTTPClient
+import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Attachments under a base URL: `PUT`, `GET` and `DELETE` of `<base>/<filename>`.
+/// Downloads go through Courier's resumable engine (``ResumableRemoteStorage``).
+public final class HTTPRemoteStorage: ResumableRemoteStorage {
+    /// The base URL, without a trailing slash.
+    public let baseURL: String
+    private let headers: [(name: String, value: String)]
+    private let client: HTTPClient
+
+    /// Makes an adapter; `headers` (auth) go with every request and are never persisted.
+    public init(baseURL: String, headers: [(name: String, value: String)] = []) throws {
+        _ = try URLPolicy.validate(baseURL)
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.headers = headers
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .follow(max: 5, allowCycles: false)))
+    }
+
+    deinit { client.shutdown(queue: .global()) { _ in } }
+
+    func url(for attachment: Attachment) throws -> String {
+        let name = try SafePath.validateRelative(attachment.filename)
+        return baseURL + "/" + name.split(separator: "/").map { SigV4Signer.uriEncode(String($0)) }.joined(separator: "/")
+    }
+
+    private func request(_ method: HTTPMethod, _ url: String) -> HTTPClientRequest {
+        var r = HTTPClientRequest(url: url)
+        r.method = method
+        for (k, v) in headers { r.headers.add(name: k, value: v) }
+        return r
+    }
+
+    /// PUTs the file, streamed.
+    public func upload(fileAt file: URL, attachment: Attachment) async throws {
+        var r = request(.PUT, try url(for: attachment))
+        if let type = attachment.mediaType { r.headers.add(name: "Content-Type", value: type) }
+        r.body = FileChunks(url: file, offset: 0, length: try FileChunks.size(of: file)).body
+        let response = try await client.execute(r, timeout: .seconds(300))
+        let text = try await HTTPCalls.text(response)
+        guard (200..<300).contains(response.status.code) else { throw HTTPCalls.failure("upload of \(attachment.filename)", response, text) }
+    }
+
+    /// GETs the file into `destination` (the queue uses the resumable engine instead).
+    public func download(_ attachment: Attachment, to destination: URL) async throws {
+        let response = try await client.execute(request(.GET, try url(for: attachment)), timeout: .seconds(300))
+        guard response.status == .ok else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
+        try await HTTPCalls.save(response, to: destination)
+    }
+
+    /// DELETEs the file; 404 counts as done.
+    public func delete(_ attachment: Attachment) async throws {
+        let response = try await client.execute(request(.DELETE, try url(for: attachment)), timeout: .seconds(60))
+        let text = try await HTTPCalls.text(response)
+        guard (200..<300).contains(response.status.code) || response.status == .notFound else {
+            throw HTTPCalls.failure("delete of \(attachment.filename)", response, text)
+        }
+    }
+
+    /// `<base>/<filename>`.
+    public func downloadURL(for attachment: Attachment) async throws -> String { try url(for: attachment) }
+
+    /// The adapter's headers.
+    public func downloadHeaders(for attachment: Attachment) async throws -> [(name: String, value: String)] { headers }
+}

@@ -1,0 +1,70 @@
+import Courier
+import Foundation
+
+/// A directory as remote storage: for tests, and for apps that sync a folder.
+public struct LocalRemoteStorage: RemoteStorage {
+    /// The directory holding the attachments, one file per attachment, named by its file name.
+    public let directory: URL
+
+    /// Uses (and creates) `directory`.
+    public init(directory: URL) throws {
+        self.directory = directory
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    private func url(for attachment: Attachment) throws -> URL {
+        directory.appendingPathComponent(try SafePath.validateRelative(attachment.filename))
+    }
+
+    /// Copies the file in, atomically (temp file, then rename).
+    public func upload(fileAt file: URL, attachment: Attachment) async throws {
+        let target = try url(for: attachment)
+        try FileCopy.atomicCopy(from: file, to: target)
+    }
+
+    /// Copies the file out, atomically. A missing file is ``CourierError/Code/remoteNotFound``.
+    public func download(_ attachment: Attachment, to destination: URL) async throws {
+        let source = try url(for: attachment)
+        guard FileManager.default.fileExists(atPath: source.path) else {
+            throw CourierError(.remoteNotFound, "\(attachment.filename) is not in the remote directory")
+        }
+        try FileCopy.atomicCopy(from: source, to: destination)
+    }
+
+    /// Removes the file; a missing one is fine.
+    public func delete(_ attachment: Attachment) async throws {
+        let target = try url(for: attachment)
+        if unlink(target.path) != 0, errno != ENOENT {
+            throw CourierError(.remoteStorage, "cannot delete \(attachment.filename): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// Streaming, atomic file copies.
+enum FileCopy {
+    /// Copies in 1 MiB pieces to a temporary file beside the target, syncs, renames.
+    static func atomicCopy(from source: URL, to target: URL) throws {
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temp = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
+        do {
+            guard let input = FileHandle(forReadingAtPath: source.path) else {
+                throw CourierError(.fileNotFound, "cannot read \(source.lastPathComponent)")
+            }
+            defer { try? input.close() }
+            guard FileManager.default.createFile(atPath: temp.path, contents: nil), let output = FileHandle(forWritingAtPath: temp.path) else {
+                throw CourierError(.fileWrite, "cannot create \(temp.lastPathComponent)")
+            }
+            defer { try? output.close() }
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
+                try output.write(contentsOf: chunk)
+            }
+            try output.synchronize()
+            guard rename(temp.path, target.path) == 0 else {
+                throw CourierError(.fileWrite, "cannot move \(target.lastPathComponent) into place: \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            unlink(temp.path)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import AsyncHTTPClient
+import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Where and how to reach an S3-compatible bucket (AWS, MinIO, R2, moto).
+public struct S3Configuration: Sendable {
+    /// How the bucket appears in URLs.
+    public enum Addressing: Sendable { case pathStyle, virtualHost }
+
+    /// The bucket.
+    public var bucket: String
+    /// A key prefix for every attachment (`attachments/`), may be empty.
+    public var prefix: String
+    /// The region.
+    public var region: String
+    /// The endpoint, such as `http://127.0.0.1:5000`; `nil` for AWS (`https://s3.<region>.amazonaws.com`).
+    public var endpoint: URL?
+    /// Path-style (`endpoint/bucket/key`) or virtual-host (`bucket.endpoint/key`).
+    public var addressing: Addressing
+    /// Credentials.
+    public var accessKeyID: String
+    /// Credentials.
+    public var secretAccessKey: String
+    /// Temporary credentials' token.
+    public var sessionToken: String?
+    /// Files larger than this go up as a multipart upload (default 16 MiB).
+    public var multipartThreshold: Int64 = 16 << 20
+    /// The multipart part size (default 8 MiB; S3's minimum is 5 MiB except the last part).
+    public var partSize: Int64 = 8 << 20
+    /// How long presigned download links live (default 1 h); they are re-signed on resume.
+    public var presignExpiry: Int = 3600
+
+    /// Makes a configuration.
+    public init(bucket: String, prefix: String = "", region: String = "us-east-1", endpoint: URL? = nil, addressing: Addressing = .pathStyle,
+                accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
+        self.bucket = bucket
+        self.prefix = prefix
+        self.region = region
+        self.endpoint = endpoint
+        self.addressing = addressing
+        self.accessKeyID = accessKeyID
+        self.secretAccessKey = secretAccessKey
+        self.sessionToken = sessionToken
+    }
+
+    /// Reads `s3://bucket/prefix?endpoint=…&region=…&style=path|virtual` and the standard AWS
+    /// environment variables (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`,
+    /// `AWS_REGION`/`AWS_DEFAULT_REGION`, `AWS_ENDPOINT_URL`).
+    public init(url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        guard let c = URLComponents(string: url), c.scheme == "s3", let bucket = c.host, !bucket.isEmpty else {
+            throw CourierError(.invalidURL, "an S3 remote is s3://bucket/prefix?endpoint=…&region=…")
+        }
+        let q = Dictionary((c.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        guard let key = environment["AWS_ACCESS_KEY_ID"], let secret = environment["AWS_SECRET_ACCESS_KEY"] else {
+            throw CourierError(.invalidArgument, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for an S3 remote")
+        }
+        let endpoint = (q["endpoint"] ?? environment["AWS_ENDPOINT_URL"]).flatMap { URL(string: $0) }
+        var prefix = String(c.path.drop(while: { $0 == "/" }))
+        if !prefix.isEmpty, !prefix.hasSuffix("/") { prefix += "/" }
+        self.init(bucket: bucket, prefix: prefix, region: q["region"] ?? environment["AWS_REGION"] ?? environment["AWS_DEFAULT_REGION"] ?? "us-east-1",
+                  endpoint: endpoint, addressing: q["style"] == "virtual" ? .virtualHost : .pathStyle,
+                  accessKeyID: key, secretAccessKey: secret, sessionToken: environment["AWS_SESSION_TOKEN"])
+    }
+}
+
+/// Attachments in an S3-compatible bucket, signed with AWS Signature V4. Large files go up
+/// as multipart uploads; downloads are presigned GETs through Courier's resumable engine.
+public final class S3RemoteStorage: ResumableRemoteStorage {
+    /// The configuration.
+    public let configuration: S3Configuration
+    private let signer: SigV4Signer
+    private let client: HTTPClient
+
+    /// Makes an adapter.
+    public init(configuration: S3Configuration) {
+        self.configuration = configuration
+        self.signer = SigV4Signer(accessKeyID: configuration.accessKeyID, secretAccessKey: configuration.secretAccessKey,
+                                  sessionToken: configuration.sessionToken, region: configuration.region)
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    }
+
+    deinit { client.shutdown(queue: .global()) { _ in } }
+
+    /// The object URL of a key (path-style or virtual-host), with an optional query.
+    func objectURL(key: String, query: String? = nil) -> URL {
+        let base = configuration.endpoint ?? URL(string: "https://s3.\(configuration.region).amazonaws.com")!
+        let encodedKey = key.split(separator: "/", omittingEmptySubsequences: false).map { SigV4Signer.uriEncode(String($0)) }.joined(separator: "/")
+        var c = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        switch configuration.addressing {
+        case .pathStyle:
+            c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))/\(encodedKey)"
+        case .virtualHost:
+            c.host = "\(configuration.bucket).\(c.host ?? "")"
+            c.percentEncodedPath = "/\(encodedKey)"
+        }
+        c.percentEncodedQuery = query
+        return c.url!
+    }
+
+    func key(for attachment: Attachment) throws -> String {
+        configuration.prefix + (try SafePath.validateRelative(attachment.filename))
+    }
+
+    private func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
+                      body: HTTPClientRequest.Body? = nil, timeout: TimeAmount = .seconds(300)) async throws -> HTTPClientResponse {
+        var r = HTTPClientRequest(url: url.absoluteString)
+        r.method = method
+        for (k, v) in signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash) { r.headers.add(name: k, value: v) }
+        r.body = body
+        return try await client.execute(r, timeout: timeout)
+    }
+
+    /// Creates the bucket if it does not exist (for tests and first runs).
+    public func createBucketIfNeeded() async throws {
+        let base = objectURL(key: "")
+        var c = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        if configuration.addressing == .pathStyle { c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))" } else { c.percentEncodedPath = "/" }
+        let response = try await send(.PUT, c.url!)
+        let text = try await HTTPCalls.text(response)
+        guard (200..<300).contains(response.status.code) || text.contains("BucketAlreadyOwnedByYou") || text.contains("BucketAlreadyExists") else {
+            throw HTTPCalls.failure("creating bucket \(configuration.bucket)", response, text)
+        }
+    }
+
+    /// Uploads the file: one PUT, or a multipart upload past the threshold.
+    public func upload(fileAt file: URL, attachment: Attachment) async throws {
+        let size = try FileChunks.size(of: file)
+        let key = try key(for: attachment)
+        var headers: [(String, String)] = []
+        if let type = attachment.mediaType { headers.append(("Content-Type", type)) }
+        if size <= configuration.multipartThreshold {
+            let response = try await send(.PUT, objectURL(key: key), headers: headers + [("Content-Length", String(size))], payloadHash: SigV4Signer.unsignedPayload,
+                                          body: FileChunks(url: file, offset: 0, length: size).body)
+            let text = try await HTTPCalls.text(response)
+            guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
+            return
+        }
+        try await multipartUpload(file: file, size: size, key: key, headers: headers)
+    }
+
+    /// The number of parts a file of `size` bytes is sent in.
+    public func partCount(forSize size: Int64) -> Int { Int((size + configuration.partSize - 1) / configuration.partSize) }
+
+    private func multipartUpload(file: URL, size: Int64, key: String, headers: [(String, String)]) async throws {
+        let create = try await send(.POST, objectURL(key: key, query: "uploads="), headers: headers)
+        let createText = try await HTTPCalls.text(create)
+        guard create.status == .ok, let uploadID = Self.xmlValue("UploadId", in: createText) else {
+            throw HTTPCalls.failure("starting a multipart upload of \(key)", create, createText)
+        }
+        do {
+            var etags: [String] = []
+            var offset: Int64 = 0
+            var number = 1
+            while offset < size {
+                let length = min(configuration.partSize, size - offset)
+                let query = "partNumber=\(number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
+                let part = try await send(.PUT, objectURL(key: key, query: query), headers: [("Content-Length", String(length))],
+                                          payloadHash: SigV4Signer.unsignedPayload, body: FileChunks(url: file, offset: offset, length: length).body)
+                let partText = try await HTTPCalls.text(part)
+                guard part.status == .ok, let etag = part.headers.first(name: "ETag") else {
+                    throw HTTPCalls.failure("part \(number) of \(key)", part, partText)
+                }
+                etags.append(etag)
+                offset += length
+                number += 1
+            }
+            let xml = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
+            let body = Data(xml.utf8)
+            let complete = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
+                                          headers: [("Content-Length", String(body.count))], payloadHash: SigV4Signer.hex(SHA256Hash.of(body)),
+                                          body: .bytes(ByteBuffer(bytes: body)))
+            let completeText = try await HTTPCalls.text(complete)
+            // S3 can answer 200 with an <Error> body.
+            guard complete.status == .ok, !completeText.contains("<Error>") else {
+                throw HTTPCalls.failure("completing the multipart upload of \(key)", complete, completeText)
+            }
+        } catch {
+            _ = try? await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"))
+            throw error
+        }
+    }
+
+    /// GETs the object into `destination` (the queue uses the resumable engine instead).
+    public func download(_ attachment: Attachment, to destination: URL) async throws {
+        let response = try await send(.GET, objectURL(key: try key(for: attachment)))
+        guard response.status == .ok else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
+        try await HTTPCalls.save(response, to: destination)
+    }
+
+    /// Deletes the object; deleting a missing one succeeds (S3 answers 204 either way).
+    public func delete(_ attachment: Attachment) async throws {
+        let response = try await send(.DELETE, objectURL(key: try key(for: attachment)))
+        let text = try await HTTPCalls.text(response)
+        guard (200..<300).contains(response.status.code) || response.status == .notFound else {
+            throw HTTPCalls.failure("delete of \(attachment.filename)", response, text)
+        }
+    }
+
+    /// A freshly presigned GET link.
+    public func downloadURL(for attachment: Attachment) async throws -> String {
+        signer.presign(url: objectURL(key: try key(for: attachment)), expires: configuration.presignExpiry).absoluteString
+    }
+
+    static func xmlValue(_ tag: String, in xml: String) -> String? {
+        guard let start = xml.range(of: "<\(tag)>"), let end = xml.range(of: "</\(tag)>", range: start.upperBound..<xml.endIndex) else { return nil }
+        return String(xml[start.upperBound..<end.lowerBound])
+    }
+}
+
+import Crypto
+enum SHA256Hash {
+    static func of(_ data: Data) -> SHA256.Digest { SHA256.hash(data: data) }
+}
