@@ -37,6 +37,7 @@ public final class CourierOrigin: Sendable {
         var nextSerial = 0
         var etagGeneration = 0
         var requiredAuthorization: String?
+        var defaultFault: Fault?
     }
 
     private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger, writable: Bool) {
@@ -97,6 +98,11 @@ public final class CourierOrigin: Sendable {
             $0.faults[path] = fault
             $0.counts[path] = 0
         }
+    }
+
+    /// Sets the fault for every path that has none of its own (`nil` clears it).
+    public func setDefaultFault(_ fault: Fault?) {
+        state.withLockedValue { $0.defaultFault = fault }
     }
 
     /// Requires `Authorization: value` on every request (401 otherwise); `nil` turns it off.
@@ -160,7 +166,7 @@ public final class CourierOrigin: Sendable {
         let (fault, requestNumber, generation, requiredAuth): (Fault, Int, Int, String?) = state.withLockedValue { s in
             s.counts[path, default: 0] += 1
             let queryFault = Fault(query: query)
-            let fault = queryFault.isEmpty ? (s.faults[path] ?? Fault()) : queryFault
+            let fault = queryFault.isEmpty ? (s.faults[path] ?? s.defaultFault ?? Fault()) : queryFault
             if fault.changeETag { s.etagGeneration += 1 }
             return (fault, s.counts[path]!, s.etagGeneration, s.requiredAuthorization)
         }

@@ -61,12 +61,30 @@ import Glibc
         return (p, out, err)
     }
 
-    static func run(_ args: [String], cwd: URL? = nil) throws -> Result {
+    /// Runs the binary to the end. The waiting happens on a Dispatch thread, never on
+    /// Swift's cooperative pool: the origin these tests talk to runs in this process and
+    /// needs those (two, on this machine) threads to answer the child we wait for.
+    static func run(_ args: [String], cwd: URL? = nil) async throws -> Result {
         let (p, out, err) = try launch(args, cwd: cwd)
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        return await finish(p, out, err)
+    }
+
+    /// Collects a launched process's output and status on dedicated threads: never on the
+    /// cooperative pool, and never on Dispatch's global queue, whose non-overcommitting
+    /// pool (one thread per core here) deadlocks when several tests block on it at once.
+    static func finish(_ p: Process, _ out: Pipe, _ err: Pipe) async -> Result {
+        await withCheckedContinuation { continuation in
+            let stdout = DataBox()
+            let done = DispatchSemaphore(value: 0)
+            Thread { stdout.data = out.fileHandleForReading.readDataToEndOfFile(); done.signal() }.start()
+            Thread {
+                let e = err.fileHandleForReading.readDataToEndOfFile()
+                done.wait()
+                p.waitUntilExit()
+                continuation.resume(returning: Result(status: p.terminationStatus, stdout: String(decoding: stdout.data, as: UTF8.self),
+                                                      stderr: String(decoding: e, as: UTF8.self)))
+            }.start()
+        }
     }
 
     static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
@@ -90,23 +108,22 @@ import Glibc
         func partialSize() -> Int { ((try? FileManager.default.attributesOfItem(atPath: partial))?[.size] as? Int) ?? 0 }
         while partialSize() < 6 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         kill(p.processIdentifier, SIGINT)
-        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        _ = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 130, "stderr: \(errText)")
+        let interruptedRun = await Self.finish(p, out, err)
+        let errText = interruptedRun.stderr
+        #expect(interruptedRun.status == 130, "stderr: \(errText)")
         #expect(errText.contains("Paused"))
         #expect(errText.contains("courier resume"))
         let kept = partialSize()
         #expect(kept > 0 && kept < data.count)
         #expect(!FileManager.default.fileExists(atPath: target.path))
 
-        let status = try Self.run(["list", "--json", "--db", w.db])
+        let status = try await Self.run(["list", "--json", "--db", w.db])
         #expect(status.status == 0)
         #expect(status.stdout.contains("\"state\" : \"paused\""))
 
         w.origin.setFault(nil, for: "/big.bin")
         w.origin.clearRequests()
-        let second = try Self.run(args)
+        let second = try await Self.run(args)
         #expect(second.status == 0, "stderr: \(second.stderr)")
         #expect(second.stderr.contains("Resuming"))
         #expect(second.stdout.contains("SHA-256 verified"))
@@ -123,23 +140,23 @@ import Glibc
         let w = try await World()
         defer { Task { await w.close() } }
         let data = try w.serve("f.bin", size: 10_000)
-        let notFound = try Self.run(["get", w.origin.url("/missing.bin"), "-o", w.out.appendingPathComponent("m").path, "--db", w.db])
+        let notFound = try await Self.run(["get", w.origin.url("/missing.bin"), "-o", w.out.appendingPathComponent("m").path, "--db", w.db])
         #expect(notFound.status == 3)
         #expect(notFound.stderr.contains("E_HTTP_4XX"))
-        let badHash = try Self.run(["get", w.origin.url("/f.bin"), "-o", w.out.appendingPathComponent("h").path, "--sha256", String(repeating: "0", count: 64), "--db", w.db])
+        let badHash = try await Self.run(["get", w.origin.url("/f.bin"), "-o", w.out.appendingPathComponent("h").path, "--sha256", String(repeating: "0", count: 64), "--db", w.db])
         #expect(badHash.status == 4)
         #expect(badHash.stderr.contains("E_CHECKSUM_MISMATCH"))
         #expect(!FileManager.default.fileExists(atPath: w.out.appendingPathComponent("h").path))
-        let badURL = try Self.run(["get", "ftp://example.com/x", "--db", w.db])
+        let badURL = try await Self.run(["get", "ftp://example.com/x", "--db", w.db])
         #expect(badURL.status == 64)
-        let badFlag = try Self.run(["get", "--no-such-flag"])
+        let badFlag = try await Self.run(["get", "--no-such-flag"])
         #expect(badFlag.status == 64)
-        let unknown = try Self.run(["status", "nope", "--db", w.db])
+        let unknown = try await Self.run(["status", "nope", "--db", w.db])
         #expect(unknown.status == 6)
-        let help = try Self.run(["--help"])
+        let help = try await Self.run(["--help"])
         #expect(help.stdout.contains("EXIT CODES") && help.stdout.contains("130"))
         // A plain get into the working directory, named from the URL.
-        let plain = try Self.run(["get", w.origin.url("/f.bin"), "--db", w.db], cwd: w.out)
+        let plain = try await Self.run(["get", w.origin.url("/f.bin"), "--db", w.db], cwd: w.out)
         #expect(plain.status == 0, "stderr: \(plain.stderr)")
         #expect(try Data(contentsOf: w.out.appendingPathComponent("f.bin")) == data)
     }
@@ -153,25 +170,24 @@ import Glibc
         let target = w.out.appendingPathComponent("f.bin")
         let (p, out, err) = try Self.launch(["get", w.origin.url("/f.bin") + "?api_key=PLANTED_SECRET", "-o", target.path, "--id", "job1", "--db", w.db])
         try await Task.sleep(for: .milliseconds(1500))
-        let paused = try Self.run(["pause", "job1", "--db", w.db])
+        let paused = try await Self.run(["pause", "job1", "--db", w.db])
         #expect(paused.status == 0)
-        let errText = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let outText = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 130, "the running get stops when another process pauses it: \(errText)")
-        let status = try Self.run(["status", "job1", "--json", "--db", w.db])
+        let running = await Self.finish(p, out, err)
+        let errText = running.stderr, outText = running.stdout
+        #expect(running.status == 130, "the running get stops when another process pauses it: \(errText)")
+        let status = try await Self.run(["status", "job1", "--json", "--db", w.db])
         #expect(status.stdout.contains("\"state\" : \"paused\""))
-        for text in [errText, outText, status.stdout, try Self.run(["list", "--db", w.db]).stdout] {
+        for text in [errText, outText, status.stdout, try await Self.run(["list", "--db", w.db]).stdout] {
             #expect(!text.contains("PLANTED_SECRET"))
         }
         w.origin.setFault(nil, for: "/f.bin")
-        let resumed = try Self.run(["resume", "job1", "--db", w.db])
+        let resumed = try await Self.run(["resume", "job1", "--db", w.db])
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
         #expect(try Data(contentsOf: target) == data)
-        let cancelled = try Self.run(["cancel", "job1", "--db", w.db])
+        let cancelled = try await Self.run(["cancel", "job1", "--db", w.db])
         #expect(cancelled.status == 0)
         #expect(FileManager.default.fileExists(atPath: target.path))   // a finished file is kept
-        #expect(try Self.run(["status", "job1", "--db", w.db]).status == 6)
+        #expect(try await Self.run(["status", "job1", "--db", w.db]).status == 6)
     }
 
     @Test func hostileContentDispositionNameStaysInTheWorkingDirectory() async throws {
@@ -180,7 +196,7 @@ import Glibc
         let data = try w.serve("f.bin", size: 5000)
         var evil = Fault(); evil.contentDisposition = "../../evil.sh"
         w.origin.setFault(evil, for: "/f.bin")
-        let result = try Self.run(["get", w.origin.url("/f.bin"), "--db", w.db], cwd: w.out)
+        let result = try await Self.run(["get", w.origin.url("/f.bin"), "--db", w.db], cwd: w.out)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(try Data(contentsOf: w.out.appendingPathComponent("evil.sh")) == data)
         #expect(!FileManager.default.fileExists(atPath: w.base.appendingPathComponent("evil.sh").path))
@@ -190,22 +206,31 @@ import Glibc
         let w = try await World()
         defer { Task { await w.close() } }
         let data = try w.serve("s.bin", size: 70_000)
-        let (server, out, _) = try Self.launch(["serve", w.served.path, "--port", "0"])
+        let (server, out, serverErr) = try Self.launch(["serve", w.served.path, "--port", "0"])
         defer { if server.isRunning { server.terminate() } }
         // The first line names the URL with the port picked.
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = out.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        let text: String = await withCheckedContinuation { continuation in
+            Thread {
+                var line = Data()
+                while !line.contains(UInt8(ascii: "\n")) {
+                    let chunk = out.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    line.append(chunk)
+                }
+                continuation.resume(returning: String(decoding: line, as: UTF8.self))
+            }.start()
         }
-        let text = String(decoding: line, as: UTF8.self)
         let port = try #require(text.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
-        let got = try Self.run(["get", "http://127.0.0.1:\(port)/s.bin", "-o", w.out.appendingPathComponent("s.bin").path, "--db", w.db])
+        let got = try await Self.run(["get", "http://127.0.0.1:\(port)/s.bin", "-o", w.out.appendingPathComponent("s.bin").path, "--db", w.db])
         #expect(got.status == 0, "stderr: \(got.stderr)")
         #expect(try Data(contentsOf: w.out.appendingPathComponent("s.bin")) == data)
         kill(server.processIdentifier, SIGINT)
-        server.waitUntilExit()
-        #expect(server.terminationStatus == 0)
+        let stopped = await Self.finish(server, out, serverErr)
+        #expect(stopped.status == 0)
     }
+}
+
+/// Output collected on one Dispatch thread and read after the group's wait.
+final class DataBox: @unchecked Sendable { // written once before group.leave(), read after group.wait()
+    var data = Data()
 }

@@ -132,7 +132,8 @@ public actor Downloader {
             try r.save(db)
             return r
         }
-        if record.bytesReceived == 0 { unlink(context.fileURL(partial).path) }
+        // No unlink of the partial here: the record's bytesReceived lags the file by up to a
+        // second, and ResumePlan already discards kept bytes that nothing ties to a version.
         context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
         adopt(record)
         pump()

@@ -26,7 +26,8 @@ public actor AttachmentQueue {
     private var wakeTask: Task<Void, Never>?
     private var failures: [String: Int] = [:]
     private var notBefore: [String: ContinuousClock.Instant] = [:]
-    private var stopped = false
+    /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.
+    private var stopped = true
 
     /// Makes a queue over the app's database.
     /// - Parameters:

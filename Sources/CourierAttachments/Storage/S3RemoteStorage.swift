@@ -198,6 +198,13 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
         }
     }
 
+    /// The object's ETag (a multipart object's ends in `-<parts>`), or `nil` when it is absent.
+    public func objectETag(for attachment: Attachment) async throws -> String? {
+        let response = try await send(.HEAD, objectURL(key: try key(for: attachment)))
+        _ = try? await HTTPCalls.text(response)
+        return response.status == .ok ? response.headers.first(name: "ETag") : nil
+    }
+
     /// A freshly presigned GET link.
     public func downloadURL(for attachment: Attachment) async throws -> String {
         signer.presign(url: objectURL(key: try key(for: attachment)), expires: configuration.presignExpiry).absoluteString

@@ -1,0 +1,171 @@
+import ArgumentParser
+import Courier
+import CourierAttachments
+import Foundation
+import GRDB
+
+/// Shared flags of `courier attachments`.
+struct AttachmentOptions: ParsableArguments {
+    @Option(name: .long, help: "The app's database file (the attachments table lives there).")
+    var db: String
+
+    @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…&region=… (AWS_* credentials), or file:///dir.")
+    var remote: String
+
+    @Option(name: .long, help: "The attachments directory (default: 'attachments' beside the database).")
+    var dir: String?
+
+    @Option(name: .long, help: "The attachments table's name.")
+    var table: String = "attachments"
+
+    @Option(name: .long, help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
+    var header: [String] = []
+
+    @Option(name: .long, help: "The app's query of referenced attachment ids (first column), reconciled before a sync.")
+    var watchSql: String?
+
+    @Option(name: .long, help: "Extension for watched ids without a filename column.")
+    var watchExtension: String?
+
+    @Option(name: .long, help: "Transfers at once.")
+    var parallel: Int = 4
+
+    @Flag(name: .shortAndLong, help: "Log what the queue and the engine do.")
+    var verbose = false
+
+    func open() throws -> (DatabasePool, AttachmentQueue) {
+        let dbURL = URL(fileURLWithPath: db).standardizedFileURL
+        var config = Configuration()
+        config.busyMode = .timeout(10)
+        let pool: DatabasePool
+        do { pool = try DatabasePool(path: dbURL.path, configuration: config) } catch {
+            throw CourierError(.database, "cannot open \(db)", underlying: error)
+        }
+        let directory = dir.map { URL(fileURLWithPath: $0).standardizedFileURL } ?? dbURL.deletingLastPathComponent().appendingPathComponent("attachments")
+        var options = AttachmentQueueOptions()
+        options.tableName = table
+        options.syncInterval = .zero
+        options.maxConcurrentTransfers = max(1, parallel)
+        let queue = try AttachmentQueue(database: pool, directory: directory, remoteStorage: try storage(), options: options,
+                                        logger: makeLogger(verbose: verbose))
+        return (pool, queue)
+    }
+
+    func storage() throws -> any RemoteStorage {
+        if remote.hasPrefix("s3://") { return S3RemoteStorage(configuration: try S3Configuration(url: remote)) }
+        if remote.hasPrefix("file://") {
+            guard let url = URL(string: remote), url.isFileURL else { throw CourierError(.invalidURL, "a file remote is file:///absolute/dir") }
+            return try LocalRemoteStorage(directory: url)
+        }
+        let headers = try header.map { h -> (name: String, value: String) in
+            guard let colon = h.firstIndex(of: ":") else { throw CourierError(.invalidArgument, "a header is 'Name: value'") }
+            return (String(h[..<colon]).trimmingCharacters(in: .whitespaces), String(h[h.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+        return try HTTPRemoteStorage(baseURL: remote, headers: headers)
+    }
+
+    /// Runs the watched query once.
+    func watchedItems(_ pool: DatabasePool) async throws -> [WatchedAttachmentItem]? {
+        guard let watchSql else { return nil }
+        let ext = watchExtension
+        do {
+            return try await pool.read { db in
+                try Row.fetchAll(db, sql: watchSql).compactMap { row in
+                    guard let id = row[0] as String? else { return nil }
+                    let filename = row.hasColumn("filename") ? row["filename"] as String? : nil
+                    return WatchedAttachmentItem(id: id, filename: filename, fileExtension: ext)
+                }
+            }
+        } catch {
+            throw CourierError(.invalidArgument, "the watched query failed: \(error)")
+        }
+    }
+}
+
+struct Attachments: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Upload, download and delete attachments in sync with an app's database.",
+        subcommands: [Save.self, Delete.self, SyncPass.self, ListAttachments.self])
+
+    struct Save: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Save files as attachments queued for upload; prints one id per file.")
+        @OptionGroup var options: AttachmentOptions
+        @Argument(help: "Files to save.") var files: [String]
+        @Option(name: .long, help: "The media type.") var mediaType: String?
+
+        func run() async throws {
+            do {
+                let (_, queue) = try options.open()
+                for file in files {
+                    let url = URL(fileURLWithPath: file)
+                    guard FileManager.default.fileExists(atPath: url.path) else { throw CourierError(.fileNotFound, "\(file) does not exist") }
+                    let saved = try await queue.saveFile(from: url, mediaType: mediaType, fileExtension: nil)
+                    Terminal.out(saved.id)
+                }
+                await queue.stopSync()
+            } catch let error as CourierError { throw failure(error) }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete an attachment locally and queue its remote delete.")
+        @OptionGroup var options: AttachmentOptions
+        @Argument(help: "The attachment id.") var id: String
+
+        func run() async throws {
+            do {
+                let (_, queue) = try options.open()
+                try await queue.deleteFile(id: id)
+                await queue.stopSync()
+                Terminal.out("Queued the delete of \(id).")
+            } catch let error as CourierError { throw failure(error) }
+        }
+    }
+
+    struct SyncPass: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "sync", abstract: "Run one full sync pass, then exit (3 when transfers remain pending).")
+        @OptionGroup var options: AttachmentOptions
+
+        func run() async throws {
+            do {
+                let (pool, queue) = try options.open()
+                if let items = try await options.watchedItems(pool) { try await queue.reconcile(items) }
+                try await queue.startSync()
+                await queue.sync()
+                await queue.stopSync()
+                let all = try await queue.attachments()
+                var counts: [AttachmentState: Int] = [:]
+                for a in all { counts[a.state, default: 0] += 1 }
+                Terminal.out(AttachmentState.allCases.map { "\($0): \(counts[$0] ?? 0)" }.joined(separator: "  "))
+                let pending = all.filter { [.queuedUpload, .queuedDownload, .queuedDelete].contains($0.state) }
+                if !pending.isEmpty {
+                    Terminal.error("courier: \(pending.count) attachment(s) still pending; run sync again")
+                    throw ExitCode(ExitCodes.network)
+                }
+            } catch let error as CourierError { throw failure(error) }
+        }
+    }
+
+    struct ListAttachments: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List attachments.")
+        @OptionGroup var options: AttachmentOptions
+        @Flag(name: .long, help: "Print JSON.") var json = false
+
+        struct View: Codable {
+            var id: String, filename: String, state: String, size: Int64?, hasSynced: Bool, mediaType: String?, localPath: String?
+        }
+
+        func run() async throws {
+            do {
+                let (_, queue) = try options.open()
+                let views = try await queue.attachments().map { a in
+                    View(id: a.id, filename: a.filename, state: a.state.description, size: a.size, hasSynced: a.hasSynced,
+                         mediaType: a.mediaType, localPath: queue.localURL(for: a)?.path)
+                }
+                await queue.stopSync()
+                if json { return try printJSON(views) }
+                for v in views { Terminal.out("\(v.id)  \(v.state.padding(toLength: 15, withPad: " ", startingAt: 0))  \(v.size.map(Format.bytes) ?? "-")  \(v.filename)") }
+            } catch let error as CourierError { throw failure(error) }
+        }
+    }
+}

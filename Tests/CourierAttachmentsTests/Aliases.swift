@@ -1,0 +1,4 @@
+import CourierAttachments
+
+/// Swift Testing has an `Attachment` type of its own; the tests mean the seed's.
+typealias Attachment = CourierAttachments.Attachment
