@@ -191,6 +191,24 @@ func waitFor(_ timeout: Duration = .seconds(20), _ condition: () async throws ->
         #expect(try await device.state(a.id) == .queuedUpload)   // still waiting, not archived
     }
 
+    /// A row written by another connection (another process) is invisible to the local
+    /// change observation: only the periodic timer picks it up.
+    @Test func periodicTimerSyncsWhatNoTriggerSaw() async throws {
+        let base = tempDir()
+        defer { try? FileManager.default.removeItem(at: base) }
+        let remote = try LocalRemoteStorage(directory: base.appendingPathComponent("remote"))
+        let device = try Device(base: base, name: "d", storage: remote) { $0.syncInterval = .milliseconds(300) }
+        try await device.queue.startSync()
+        try Data("from elsewhere".utf8).write(to: device.dir.appendingPathComponent("ext.txt"))
+        let other = try DatabasePool(path: base.appendingPathComponent("d/app.sqlite").path)
+        try await other.write { db in
+            try db.execute(sql: "INSERT INTO attachments (id, filename, state, timestamp, has_synced, local_uri) VALUES ('ext', 'ext.txt', 1, 0, 0, 'ext.txt')")
+        }
+        #expect(try await waitFor(.seconds(5)) { try await device.state("ext") == .synced })
+        #expect(FileManager.default.fileExists(atPath: remote.directory.appendingPathComponent("ext.txt").path))
+        await device.queue.stopSync()
+    }
+
     @Test func oneSyncAtATimeAndOneTransferPerAttachment() async throws {
         let base = tempDir()
         defer { try? FileManager.default.removeItem(at: base) }
@@ -203,6 +221,7 @@ func waitFor(_ timeout: Duration = .seconds(20), _ condition: () async throws ->
         await device.queue.sync()
         #expect(await slow.attempts == 6)   // each uploaded once
         #expect(await slow.maxInFlightPerID == 1)
+        #expect(await slow.maxInFlight == 4)   // the default limit, reached and never passed
         #expect(try await device.queue.attachments().allSatisfy { $0.state == .synced })
         await device.queue.stopSync()
     }
@@ -216,6 +235,8 @@ actor FlakyStorage: RemoteStorage {
     var attempts = 0
     private var inFlight: [String: Int] = [:]
     var maxInFlightPerID = 0
+    private var total = 0
+    var maxInFlight = 0
 
     init(inner: LocalRemoteStorage, failures: Int, delay: Duration = .zero) {
         self.inner = inner
@@ -226,15 +247,18 @@ actor FlakyStorage: RemoteStorage {
     private func begin(_ id: String) throws {
         attempts += 1
         inFlight[id, default: 0] += 1
+        total += 1
         maxInFlightPerID = max(maxInFlightPerID, inFlight[id]!)
+        maxInFlight = max(maxInFlight, total)
         if remaining > 0 {
             remaining -= 1
             inFlight[id]! -= 1
+            total -= 1
             throw CourierError(.remoteStorage, "simulated outage")
         }
     }
 
-    private func end(_ id: String) { inFlight[id]! -= 1 }
+    private func end(_ id: String) { inFlight[id]! -= 1; total -= 1 }
 
     func upload(fileAt file: URL, attachment: Attachment) async throws {
         try begin(attachment.id)

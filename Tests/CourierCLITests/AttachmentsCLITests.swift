@@ -89,6 +89,26 @@ import Glibc
         #expect(origin.requests.contains { $0.method == "GET" && $0.status == 206 })
     }
 
+    @Test func fileRemoteAndListJSON() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("doc.pdf", size: 70_000)
+        let remoteDir = w.base.appendingPathComponent("shared-folder")
+        let db = w.base.appendingPathComponent("x/app.sqlite").path
+        try FileManager.default.createDirectory(atPath: (db as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let remote = "file://" + remoteDir.path
+        let saved = try await CLITests.run(["attachments", "save", "--db", db, "--remote", remote, "--media-type", "application/pdf",
+                                            w.served.appendingPathComponent("doc.pdf").path])
+        let id = saved.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(saved.status == 0 && !id.isEmpty)
+        #expect(try await CLITests.run(["attachments", "sync", "--db", db, "--remote", remote]).status == 0)
+        #expect(try Data(contentsOf: remoteDir.appendingPathComponent("\(id).pdf")) == data)
+        let list = try await CLITests.run(["attachments", "list", "--json", "--db", db, "--remote", remote])
+        #expect(list.stdout.contains("\"state\" : \"SYNCED\"") && list.stdout.contains("application/pdf"))
+        let bad = try await CLITests.run(["attachments", "sync", "--db", db, "--remote", "ftp://nope"])
+        #expect(bad.status == 64)
+    }
+
     private func expectNoSyncedWithoutFile(_ pool: DatabasePool, dir: URL) async throws {
         let synced = try await pool.read { db in try Row.fetchAll(db, sql: "SELECT id, local_uri FROM attachments WHERE state = 3") }
         for row in synced {
