@@ -353,14 +353,21 @@ public actor AttachmentQueue {
             throw CourierError(.fileNotFound, "the file of attachment \(attachment.id) is missing; nothing to upload")
         }
         try await storage.upload(fileAt: file, attachment: attachment)
+        try await markSynced(attachment, localURI: attachment.localURI, file: file)
+    }
+
+    /// Records a finished transfer, only if the attachment is still in the state the
+    /// transfer started from (a delete or archive meanwhile wins).
+    private nonisolated func markSynced(_ attachment: Attachment, localURI: String?, file: URL) async throws {
         var done = attachment
         done.state = .synced
         done.hasSynced = true
+        done.localURI = localURI
         done.size = PartialFile.length(at: file)
         done.timestamp = Attachment.now()
         let table = self.table
         let finished = done
-        _ = try await writer.write { db in try table.update(db, finished, ifStateIs: .queuedUpload) }
+        _ = try await writer.write { db in try table.update(db, finished, ifStateIs: attachment.state) }
     }
 
     private nonisolated func download(_ attachment: Attachment) async throws {
@@ -376,15 +383,7 @@ public actor AttachmentQueue {
             try await storage.download(attachment, to: target)
         }
         // The file is in place before the record says SYNCED.
-        var done = attachment
-        done.state = .synced
-        done.hasSynced = true
-        done.localURI = filename
-        done.size = PartialFile.length(at: target)
-        done.timestamp = Attachment.now()
-        let table = self.table
-        let finished = done
-        _ = try await writer.write { db in try table.update(db, finished, ifStateIs: .queuedDownload) }
+        try await markSynced(attachment, localURI: filename, file: target)
     }
 
     private nonisolated func remoteDelete(_ attachment: Attachment) async throws {
