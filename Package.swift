@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierOrigin", targets: ["CourierOrigin"]),
         .library(name: "CourierAttachments", targets: ["CourierAttachments"]),
+        .library(name: "CourierDocuments", targets: ["CourierDocuments"]),
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
@@ -46,6 +47,15 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CourierDocuments",
+            dependencies: [
+                "Courier",
+                "CourierAttachments",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
             name: "CourierOrigin",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -69,6 +79,7 @@ let package = Package(
         ),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]),
     ]

@@ -205,6 +205,17 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
         return response.status == .ok ? response.headers.first(name: "ETag") : nil
     }
 
+    /// One page of a bucket listing (XML).
+    func listPage(query: String) async throws -> String {
+        var c = URLComponents(url: objectURL(key: ""), resolvingAgainstBaseURL: false)!
+        if configuration.addressing == .pathStyle { c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))" } else { c.percentEncodedPath = "/" }
+        c.percentEncodedQuery = query
+        let response = try await send(.GET, c.url!)
+        let text = try await HTTPCalls.text(response)
+        guard response.status == .ok else { throw HTTPCalls.failure("listing \(configuration.bucket)", response, text) }
+        return text
+    }
+
     /// A freshly presigned GET link.
     public func downloadURL(for attachment: Attachment) async throws -> String {
         signer.presign(url: objectURL(key: try key(for: attachment)), expires: configuration.presignExpiry).absoluteString

@@ -1,0 +1,53 @@
+import Courier
+import Foundation
+
+/// Where a document's download stands. `nil` (unknown) is a state of its own: progress
+/// streams stay open through it, and nothing infers existence or failure from it.
+public enum DocumentDownloadStatus: Sendable, Equatable {
+    /// Only a placeholder is here.
+    case notDownloaded
+    /// A transfer is under way.
+    case downloading
+    /// The local file is whole and current (seed 004's *current*).
+    case current
+    /// The transfer failed.
+    case failed(CourierError)
+}
+
+/// A status and, when the container knows it, the percent downloaded (0…100).
+public struct DocumentState: Sendable, Equatable {
+    /// The status; `nil` while unknown.
+    public var status: DocumentDownloadStatus?
+    /// Percent downloaded, when known. Advisory only: it may jump from 0 to 100.
+    public var percent: Double?
+
+    /// Makes a state.
+    public init(status: DocumentDownloadStatus?, percent: Double? = nil) {
+        self.status = status
+        self.percent = percent
+    }
+}
+
+/// A synced folder whose files may be present, or placeholders of remote files (seed 004).
+/// ``MirrorContainer`` is the portable one; `ICloudContainer` the Apple one.
+public protocol DocumentContainer: Sendable {
+    /// The folder.
+    var root: URL { get }
+    /// A direct filesystem check: the file, or its placeholder, is there.
+    func entryExists(_ path: String) -> Bool
+    /// Starts (or, with `restart`, restarts) the download of a placeholder.
+    func startDownloading(_ path: String, restart: Bool) async throws
+    /// The current status and percent.
+    func state(of path: String) async -> DocumentState
+    /// Reads the whole file under a shared coordination lock.
+    func coordinatedRead(_ path: String) async throws -> Data
+    /// Reads the file in chunks under a shared coordination lock.
+    func coordinatedRead(_ path: String, chunkSize: Int, _ body: @Sendable (Data) async throws -> Void) async throws
+    /// Replaces the file atomically under an exclusive coordination lock, and queues its upload.
+    func coordinatedWrite(_ path: String, data: Data) async throws
+}
+
+extension CourierError.Code {
+    /// The text is not valid UTF-8 (`readInPlace` never returns a lossy string).
+    public static let invalidEncoding = Self(rawValue: "E_ENCODING")
+}

@@ -1,0 +1,38 @@
+import Courier
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Advisory coordination between readers and writers of one document, with `flock` on a
+/// sidecar lock file: readers share, a writer is alone. Waiting polls without blocking a
+/// thread, so many waiters cannot starve Swift's cooperative pool.
+enum FileCoordination {
+    enum Mode { case shared, exclusive }
+
+    static func lockURL(for url: URL) -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).courier-lock")
+    }
+
+    /// Runs `body` holding the lock.
+    static func withLock<T>(_ url: URL, _ mode: Mode, _ body: () async throws -> T) async throws -> T {
+        let lock = lockURL(for: url)
+        let fd = open(lock.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else {
+            let err = errno
+            throw CourierError(err == ENOENT ? .fileWrite : .fileRead, "cannot coordinate access to \(url.lastPathComponent): \(String(cString: strerror(err)))")
+        }
+        defer { close(fd) }
+        let op = (mode == .shared ? LOCK_SH : LOCK_EX) | LOCK_NB
+        while flock(fd, op) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                throw CourierError(.fileRead, "cannot lock \(url.lastPathComponent): \(String(cString: strerror(errno)))")
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try await body()
+    }
+}

@@ -1,0 +1,37 @@
+import Courier
+import Foundation
+
+/// What stands in for a remote file not downloaded yet: a hidden sidecar
+/// `.<name>.courier` beside where the file will be (as iCloud's `.<name>.icloud`),
+/// recording the remote key, size and validator.
+public struct Placeholder: Codable, Sendable, Equatable {
+    /// The key in remote storage.
+    public var key: String
+    /// The remote size.
+    public var size: Int64
+    /// The remote validator, when known.
+    public var etag: String?
+
+    /// Makes a placeholder record.
+    public init(key: String, size: Int64, etag: String? = nil) {
+        self.key = key
+        self.size = size
+        self.etag = etag
+    }
+
+    /// The sidecar's URL for the document at `url`.
+    public static func url(for url: URL) -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).courier")
+    }
+
+    static func read(for url: URL) -> Placeholder? {
+        guard let data = try? Data(contentsOf: Self.url(for: url)) else { return nil }
+        return try? JSONDecoder().decode(Placeholder.self, from: data)
+    }
+
+    func write(for url: URL) throws {
+        let target = Self.url(for: url)
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try JSONEncoder().encode(self).write(to: target, options: .atomic)
+    }
+}
