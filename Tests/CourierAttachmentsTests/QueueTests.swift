@@ -214,8 +214,9 @@ func waitFor(_ timeout: Duration = .seconds(20), _ condition: () async throws ->
         defer { try? FileManager.default.removeItem(at: base) }
         let slow = FlakyStorage(inner: try LocalRemoteStorage(directory: base.appendingPathComponent("remote")), failures: 0, delay: .milliseconds(100))
         let device = try Device(base: base, name: "d", storage: slow)
-        try await device.queue.startSync()
+        // Queued while the queue is idle, so the first pass sees all six at once.
         for _ in 0..<6 { _ = try await device.queue.saveFile(data: Data("x".utf8), mediaType: nil, fileExtension: "txt") }
+        try await device.queue.startSync()
         // A storm of triggers while a pass runs.
         for _ in 0..<50 { await device.queue.requestSync() }
         await device.queue.sync()

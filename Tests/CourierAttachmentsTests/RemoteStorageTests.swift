@@ -89,6 +89,11 @@ func pseudoRandom(_ count: Int, seed: UInt64 = 7) -> Data {
         try await storage.download(small, to: check)
         #expect(try Data(contentsOf: check) == Data("tiny".utf8))
 
+        // The listing (which `courier doc placeholders` builds on) shows both, with sizes.
+        let listed = try await storage.list()
+        #expect(listed.map(\.key).sorted() == [saved.filename, small.filename].sorted())
+        #expect(listed.first { $0.key == saved.filename }?.size == Int64(big.count))
+
         try await phone.queue.deleteFile(id: small.id)
         await phone.queue.sync()
         await #expect(throws: CourierError.self) { try await storage.download(small, to: check.appendingPathExtension("2")) }

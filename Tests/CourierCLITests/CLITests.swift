@@ -43,7 +43,12 @@ import Glibc
         }
     }
 
-    struct Result { var status: Int32; var stdout: String; var stderr: String }
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var stdoutData = Data()
+    }
 
     /// Starts the binary; returns the process and its output pipes.
     static func launch(_ args: [String], cwd: URL? = nil) throws -> (Process, Pipe, Pipe) {
@@ -82,7 +87,7 @@ import Glibc
                 done.wait()
                 p.waitUntilExit()
                 continuation.resume(returning: Result(status: p.terminationStatus, stdout: String(decoding: stdout.data, as: UTF8.self),
-                                                      stderr: String(decoding: e, as: UTF8.self)))
+                                                      stderr: String(decoding: e, as: UTF8.self), stdoutData: stdout.data))
             }.start()
         }
     }

@@ -95,6 +95,24 @@ func code(of body: () async throws -> Void) async -> String? {
         #expect(await code { _ = try await f.documents().readInPlaceBytes("gone.bin") } == "E_FNF_READ")
     }
 
+    /// The transfer starts, the connection drops, and by the resume the remote file is gone.
+    @Test func remoteNotFoundMidwayIsFNFRead() async throws {
+        let w = try await DocWorld.http()
+        defer { Task { await w.close() } }
+        try w.remote("docs/v.bin", Data(count: 1 << 20))
+        var drop = Fault(); drop.dropAfterBytes = 128 << 10; drop.times = 1
+        w.origin.setFault(drop, for: "/docs/v.bin")
+        try w.placeholder("docs/v.bin", size: 1 << 20)
+        let read = Task { await code { _ = try await w.documents().readInPlaceBytes("docs/v.bin") } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !w.origin.requests.contains(where: { $0.method == "GET" && $0.bodyBytesSent > 0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try FileManager.default.removeItem(at: w.remoteDir.appendingPathComponent("docs/v.bin"))
+        #expect(await read.value == "E_FNF_READ")
+        #expect(w.origin.requests.contains { $0.method == "GET" && $0.status == 404 })
+    }
+
     @Test func writeIntoAMissingFolderIsFNFWrite() async throws {
         let w = try DocWorld.folder()
         defer { Task { await w.close() } }

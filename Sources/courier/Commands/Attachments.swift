@@ -51,18 +51,7 @@ struct AttachmentOptions: ParsableArguments {
         return (pool, queue)
     }
 
-    func storage() throws -> any RemoteStorage {
-        if remote.hasPrefix("s3://") { return S3RemoteStorage(configuration: try S3Configuration(url: remote)) }
-        if remote.hasPrefix("file://") {
-            guard let url = URL(string: remote), url.isFileURL else { throw CourierError(.invalidURL, "a file remote is file:///absolute/dir") }
-            return try LocalRemoteStorage(directory: url)
-        }
-        let headers = try header.map { h -> (name: String, value: String) in
-            guard let colon = h.firstIndex(of: ":") else { throw CourierError(.invalidArgument, "a header is 'Name: value'") }
-            return (String(h[..<colon]).trimmingCharacters(in: .whitespaces), String(h[h.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-        }
-        return try HTTPRemoteStorage(baseURL: remote, headers: headers)
-    }
+    func storage() throws -> any RemoteStorage { try RemoteOption.storage(remote, headers: header) }
 
     /// Runs the watched query once.
     func watchedItems(_ pool: DatabasePool) async throws -> [WatchedAttachmentItem]? {
@@ -167,5 +156,21 @@ struct Attachments: AsyncParsableCommand {
                 for v in views { Terminal.out("\(v.id)  \(v.state.padding(toLength: 15, withPad: " ", startingAt: 0))  \(v.size.map(Format.bytes) ?? "-")  \(v.filename)") }
             } catch let error as CourierError { throw failure(error) }
         }
+    }
+}
+
+/// Parses `--remote` and `--header` for the commands that talk to remote storage.
+enum RemoteOption {
+    static func storage(_ remote: String, headers: [String]) throws -> any RemoteStorage {
+        if remote.hasPrefix("s3://") { return S3RemoteStorage(configuration: try S3Configuration(url: remote)) }
+        if remote.hasPrefix("file://") {
+            guard let url = URL(string: remote), url.isFileURL else { throw CourierError(.invalidURL, "a file remote is file:///absolute/dir") }
+            return try LocalRemoteStorage(directory: url)
+        }
+        let parsed = try headers.map { h -> (name: String, value: String) in
+            guard let colon = h.firstIndex(of: ":") else { throw CourierError(.invalidArgument, "a header is 'Name: value'") }
+            return (String(h[..<colon]).trimmingCharacters(in: .whitespaces), String(h[h.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+        return try HTTPRemoteStorage(baseURL: remote, headers: parsed)
     }
 }

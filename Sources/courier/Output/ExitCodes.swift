@@ -1,5 +1,6 @@
 import ArgumentParser
 import Courier
+import CourierDocuments
 
 /// The CLI's exit codes: one per kind of outcome, so scripts can tell them apart.
 enum ExitCodes {
@@ -17,7 +18,7 @@ enum ExitCodes {
           1    other failure (database, invalid state)
           3    network or HTTP failure (E_NETWORK, E_TIMEOUT, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
-          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE)
+          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
          64    usage error (bad flags, invalid URL, path or id)
         130    interrupted: the download is paused and resumes on the next run
@@ -31,7 +32,7 @@ enum ExitCodes {
             return network
         case .checksumMismatch, .sizeMismatch, .bodyTooLong:
             return integrity
-        case .noSpace, .fileNotFound, .fileRead, .fileWrite:
+        case .noSpace, .fileNotFound, .fileRead, .fileWrite, .invalidEncoding:
             return storage
         case .notFound:
             return notFound

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Courier
+import CourierAttachments
+import CourierDocuments
+import Foundation
+
+/// Shared flags of `courier doc`.
+struct DocOptions: ParsableArguments {
+    @Option(name: .long, help: "The local folder mirroring the remote.")
+    var dir: String
+
+    @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…, or file:///dir.")
+    var remote: String
+
+    @Option(name: .long, help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
+    var header: [String] = []
+
+    @Option(name: .long, help: "Seconds without a status change before the download is triggered again.")
+    var idleTimeout: Int = 30
+
+    @Option(name: .long, help: "Triggers after the first before giving up with E_TIMEOUT.")
+    var retries: Int = 2
+
+    @Flag(name: .long, help: "Print results and errors as JSON, with the error code.")
+    var json = false
+
+    func open() throws -> (MirrorContainer, Documents) {
+        let root = URL(fileURLWithPath: dir).standardizedFileURL
+        let database = try CourierDatabase(path: root.appendingPathComponent(".courier-documents.sqlite").path)
+        let container = try MirrorContainer(root: root, storage: try RemoteOption.storage(remote, headers: header), database: database,
+                                            logger: makeLogger(verbose: false))
+        var options = DocumentsOptions()
+        options.idleTimeout = .seconds(max(1, idleTimeout))
+        options.maxRetriggers = max(0, retries)
+        return (container, Documents(container: container, options: options))
+    }
+
+    /// Runs a document operation: results on stdout, errors as `CODE: message` on stderr (or
+    /// JSON on stdout with --json), and the error code's exit status.
+    func run(_ body: (MirrorContainer, Documents) async throws -> Void) async throws {
+        var container: MirrorContainer?
+        do {
+            let (c, docs) = try open()
+            container = c
+            try await body(c, docs)
+            await c.shutdown()
+        } catch let error as CourierError {
+            await container?.shutdown()
+            if json {
+                try printJSON(["ok": "false", "code": error.code.rawValue, "message": error.message])
+                throw ExitCode(ExitCodes.code(for: error.code))
+            }
+            throw failure(error)
+        }
+    }
+}
+
+struct Doc: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Read-in-place documents in a folder mirroring remote storage: open/read is the truth, progress is advisory.",
+        subcommands: [Placeholders.self, Exists.self, Read.self, Bytes.self, Write.self, Progress.self, Evict.self])
+
+    struct Placeholders: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create placeholders for every remote file not here yet.")
+        @OptionGroup var options: DocOptions
+        func run() async throws {
+            try await options.run { container, _ in
+                let created = try await container.createPlaceholders()
+                if options.json { try printJSON(["ok": "true", "created": String(created.count)]) } else { created.forEach { Terminal.out($0) } }
+            }
+        }
+    }
+
+    struct Exists: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Whether the file or its placeholder is here (exit 0), or not (exit 6).")
+        @OptionGroup var options: DocOptions
+        @Argument var path: String
+        func run() async throws {
+            try await options.run { _, docs in
+                let exists = docs.documentExists(path)
+                if options.json { try printJSON(["ok": "true", "exists": String(exists)]) } else { Terminal.out(exists ? "yes" : "no") }
+                if !exists { throw ExitCode(ExitCodes.notFound) }
+            }
+        }
+    }
+
+    struct Read: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a document as UTF-8 text (downloading it first when needed).")
+        @OptionGroup var options: DocOptions
+        @Argument var path: String
+        func run() async throws {
+            try await options.run { _, docs in
+                let text = try await docs.readInPlace(path)
+                if options.json { try printJSON(["ok": "true", "text": text]) } else { FileHandle.standardOutput.write(Data(text.utf8)) }
+            }
+        }
+    }
+
+    struct Bytes: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Write a document's bytes to stdout, streamed.")
+        @OptionGroup var options: DocOptions
+        @Argument var path: String
+        func run() async throws {
+            try await options.run { _, docs in
+                for try await chunk in docs.readInPlaceStream(path) { FileHandle.standardOutput.write(chunk) }
+            }
+        }
+    }
+
+    struct Write: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Replace a document with a file's content, atomically, and upload it.")
+        @OptionGroup var options: DocOptions
+        @Argument var path: String
+        @Argument var file: String
+        func run() async throws {
+            try await options.run { container, docs in
+                guard let data = FileManager.default.contents(atPath: file) else { throw CourierError(.fileNotFound, "\(file) cannot be read") }
+                try await docs.writeInPlace(path, data: data)
+                await container.flushUploads()
+                if options.json { try printJSON(["ok": "true"]) } else { Terminal.out("Wrote and uploaded \(path).") }
+            }
+        }
+    }
+
+    struct Progress: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start downloading a document and print its percent until it is current.")
+        @OptionGroup var options: DocOptions
+        @Argument var path: String
+        func run() async throws {
+            try await options.run { container, docs in
+                try await container.startDownloading(path, restart: false)
+                for try await percent in docs.downloadProgress(path) {
+                    Terminal.out(options.json ? "{\"percent\": \(String(format: "%.1f", percent))}" : String(format: "%.1f%%", percent))
+                }
+            }
+        }
+    }
+
+    struct Evict: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Turn a downloaded document back into a placeholder.")
+        @OptionGroup var options: DocOptions
+        @Argument var path: String
+        func run() async throws {
+            try await options.run { container, _ in
+                try await container.evict(path)
+                if options.json { try printJSON(["ok": "true"]) } else { Terminal.out("Evicted \(path).") }
+            }
+        }
+    }
+}
