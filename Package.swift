@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "CourierOrigin", targets: ["CourierOrigin"]),
         .library(name: "CourierAttachments", targets: ["CourierAttachments"]),
         .library(name: "CourierDocuments", targets: ["CourierDocuments"]),
+        .library(name: "CourierMedia", targets: ["CourierMedia"]),
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
@@ -56,6 +57,16 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CourierMedia",
+            dependencies: [
+                "Courier",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "CourierOrigin",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -81,6 +92,7 @@ let package = Package(
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
+        .testTarget(name: "CourierMediaTests", dependencies: ["CourierMedia", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]),
     ]

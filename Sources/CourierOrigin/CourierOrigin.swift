@@ -38,6 +38,7 @@ public final class CourierOrigin: Sendable {
         var etagGeneration = 0
         var requiredAuthorization: String?
         var defaultFault: Fault?
+        var requiredToken: String?
     }
 
     private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger, writable: Bool) {
@@ -105,6 +106,11 @@ public final class CourierOrigin: Sendable {
         state.withLockedValue { $0.defaultFault = fault }
     }
 
+    /// Requires `X-Emby-Token: token` (Jellyfin's header) on every request; `nil` turns it off.
+    public func requireToken(_ token: String?) {
+        state.withLockedValue { $0.requiredToken = token }
+    }
+
     /// Requires `Authorization: value` on every request (401 otherwise); `nil` turns it off.
     public func requireAuthorization(_ value: String?) {
         state.withLockedValue { $0.requiredAuthorization = value }
@@ -163,6 +169,12 @@ public final class CourierOrigin: Sendable {
         defer { update(serial, record) }
 
         // Pick the fault: query parameters win over the per-path fault.
+        let requiredToken = state.withLockedValue { $0.requiredToken }
+        if let requiredToken, head.headers.first(name: "X-Emby-Token") != requiredToken {
+            record.status = 401
+            try await writeSimple(status: 401, outbound: outbound, keepAlive: head.isKeepAlive, isHead: isHead)
+            return head.isKeepAlive
+        }
         let (fault, requestNumber, generation, requiredAuth): (Fault, Int, Int, String?) = state.withLockedValue { s in
             s.counts[path, default: 0] += 1
             let queryFault = Fault(query: query)
@@ -356,9 +368,25 @@ public final class CourierOrigin: Sendable {
         var mtime: Double
     }
 
+    /// Jellyfin-shaped routes, served from `jellyfin/` in the directory when it exists:
+    /// `/Items/{id}` → `items/{id}.json`, `/Items/{id}/Download` → `media/{id}`,
+    /// `/Items/{id}/Images/{Kind}` → `images/{id}-{Kind}.jpg`.
+    static func jellyfinRoute(_ decoded: String) -> String? {
+        let parts = decoded.split(separator: "/").map(String.init)
+        guard parts.count >= 2, parts[0] == "Items" else { return nil }
+        let id = parts[1]
+        if parts.count == 2 { return "jellyfin/items/\(id).json" }
+        if parts.count == 3, parts[2] == "Download" { return "jellyfin/media/\(id)" }
+        if parts.count == 4, parts[2] == "Images" { return "jellyfin/images/\(id)-\(parts[3]).jpg" }
+        return nil
+    }
+
     /// Maps a URL path to a regular file inside the directory, refusing traversal.
     private func resolve(_ path: String) -> ServedFile? {
-        guard let decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return nil }
+        guard var decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return nil }
+        if let route = Self.jellyfinRoute(decoded), FileManager.default.fileExists(atPath: directory.appendingPathComponent("jellyfin").path) {
+            decoded = route
+        }
         let parts = decoded.split(separator: "/").filter { $0 != "." }
         guard !parts.contains("..") else { return nil }
         let url = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }

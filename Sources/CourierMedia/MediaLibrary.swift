@@ -1,0 +1,179 @@
+import Courier
+import Crypto
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a download of one item did.
+public struct MediaDownloadReport: Sendable, Equatable {
+    /// The media file, relative to the library root.
+    public var mediaPath: String
+    /// The version id.
+    public var versionId: String
+    /// Images that could not be fetched (they never fail the item).
+    public var failedImages: [String]
+}
+
+/// The offline media library (seed 003): `Downloads/` laid out by item, versioned media
+/// files through the resumable engine, `metadata.json` at movie, series and season level.
+public actor MediaLibrary {
+    /// The folder that holds `Downloads/`.
+    public nonisolated let root: URL
+    let server: any MediaServer
+    let downloader: Downloader
+    let logger: Logger
+    /// Free space required beyond the media's size (seed 003: 100 MiB).
+    public var minimumFreeSpace: Int64 = 100 << 20
+
+    /// Makes a library at `root` over `server`; `database` keeps the engine's records, so a
+    /// two-hour film resumes after a relaunch.
+    public init(root: URL, server: any MediaServer, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
+                logger: Logger = Logger(label: "courier.media")) throws {
+        self.root = root.standardizedFileURL
+        self.server = server
+        self.logger = logger
+        try FileManager.default.createDirectory(at: root.appendingPathComponent(MediaLayout.downloads), withIntermediateDirectories: true)
+        var config = DownloaderConfiguration(rootDirectory: root)
+        config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
+        configure(&config)
+        downloader = Downloader(configuration: config, database: database, requestAuthorizer: ServerAuth(server: server), logger: logger)
+        MediaProtection.apply(to: root.appendingPathComponent(MediaLayout.downloads))
+    }
+
+    /// Sets the free space required beyond the media's size.
+    public func setMinimumFreeSpace(_ bytes: Int64) { minimumFreeSpace = bytes }
+
+    /// Stops downloads (resumable later).
+    public func shutdown() async { await downloader.shutdown() }
+
+    /// Downloads an item's version (the first media source when `versionId` is nil): media
+    /// and metadata are essential, images optional.
+    @discardableResult
+    public func download(itemId: String, versionId: String? = nil) async throws -> MediaDownloadReport {
+        let item = try await server.item(id: try MediaLayout.component(itemId))
+        guard item.id == itemId else { throw CourierError(.protocolViolation, "the server answered item \(item.id) for \(itemId)") }
+        guard item.type == .movie || item.type == .episode else { throw CourierError(.invalidArgument, "only movies and episodes download (\(itemId) is a \(item.type.rawValue))") }
+        let source = versionId.flatMap { v in item.mediaSources?.first { $0.id == v } } ?? (versionId == nil ? item.mediaSources?.first : nil)
+        if let versionId, source == nil, versionId != item.id {
+            throw CourierError(.notFound, "item \(itemId) has no version \(versionId)")
+        }
+        let mediaSourceId = source?.id
+        let version = try MediaLayout.component(mediaSourceId ?? item.id, "version id")
+        let container = try MediaLayout.component(source?.container ?? "mp4", "container")
+        let mediaPath = try MediaLayout.mediaFile(item, versionId: version, container: container)
+
+        // Storage: 100 MiB plus the remaining size, when known.
+        let readable = "media:\(item.id):\(version)"
+        let taskId = (try? SafePath.validateIdentifier(readable)) ?? ("media:" + SHA256.hash(data: Data(readable.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined())
+        let held = PartialFile.length(at: root.appendingPathComponent(mediaPath + ".partial"))
+        let needed = minimumFreeSpace + max(0, (source?.size ?? 0) - held)
+        if let available = DiskSpace.available(at: root), available < needed {
+            throw CourierError(.noSpace, "\(needed) bytes of free space are needed, \(available) are available")
+        }
+
+        // Media (essential), through the resumable engine; a new download replaces the file atomically.
+        try await downloader.enqueue(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
+                                                     destination: mediaPath, mediaId: item.id, mediaType: item.type.rawValue))
+        _ = try await downloader.waitForCompletion(id: taskId)
+        try? await downloader.cancel(id: taskId)   // the file is in place; the record's work is done
+
+        // Metadata (essential).
+        let entry = VersionInfo(versionId: version, container: container, isStatic: true, mediaSourceId: mediaSourceId,
+                                downloadDate: ISO8601DateFormatter().string(from: Date()), taskId: UUID().uuidString, itemId: item.id)
+        var seriesItem: MediaItem?
+        if item.type == .episode, let seriesId = item.seriesId { seriesItem = try? await server.item(id: seriesId) }
+        try MetadataStore(root: root).record(entry, for: item, series: seriesItem)
+
+        // Images (optional).
+        var failed: [String] = []
+        for (context, kinds, imageItemId) in imageJobs(item) {
+            for kind in kinds {
+                let path = try MediaLayout.image(context, kind, ext: "jpeg")
+                do {
+                    try await fetchImage(itemId: imageItemId, kind: kind, to: path)
+                } catch {
+                    logger.warning("image \(path) failed: \(error)")
+                    failed.append(path)
+                }
+            }
+        }
+        return MediaDownloadReport(mediaPath: mediaPath, versionId: version, failedImages: failed)
+    }
+
+    private func imageJobs(_ item: MediaItem) -> [(MediaLayout.ImageContext, [MediaLayout.ImageKind], String)] {
+        switch item.type {
+        case .movie:
+            return [(.movie(item), [.primary, .backdrop], item.id)]
+        case .episode:
+            guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }
+            var jobs: [(MediaLayout.ImageContext, [MediaLayout.ImageKind], String)] = [(.series(id: seriesId, folder: folder), [.primary, .backdrop], seriesId)]
+            if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [.primary], seasonId)) }
+            jobs.append((.episode(item), [.primary, .backdrop], item.id))
+            return jobs
+        default:
+            return []
+        }
+    }
+
+    private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
+        if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
+        let id = "image:" + SHA256.hash(data: Data(path.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        try await downloader.enqueue(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
+        defer { Task { [downloader] in try? await downloader.cancel(id: id) } }
+        _ = try await downloader.waitForCompletion(id: id)
+    }
+
+    // MARK: Queries
+
+    /// Seed 003's rule: both the metadata entry and the media file must be there.
+    public nonisolated func isItemVersionDownloaded(itemId: String, mediaSourceId: String?) -> Bool {
+        let target = mediaSourceId ?? itemId
+        let store = MetadataStore(root: root)
+        let hasEntry = store.versions(forItem: itemId).contains { $0.normalizedSource(itemId: $0.itemId ?? itemId) == target }
+        return hasEntry && MediaDiscovery(root: root).mediaFile(itemId: itemId, mediaSourceId: mediaSourceId) != nil
+    }
+
+    /// Bytes under an item's folder (a movie or a series), or the whole library.
+    public nonisolated func size(itemId: String? = nil) throws -> Int64 {
+        let folder = try itemId.map { root.appendingPathComponent("\(MediaLayout.downloads)/\(try MediaLayout.component($0))") } ?? root.appendingPathComponent(MediaLayout.downloads)
+        return MediaDiscovery.directorySize(folder)
+    }
+
+    /// Removes a version, a season, or a whole item (movie or series), then its metadata
+    /// entries and any folder left empty.
+    public func remove(itemId: String, versionId: String? = nil, season: Int? = nil) throws {
+        let folder = root.appendingPathComponent("\(MediaLayout.downloads)/\(try MediaLayout.component(itemId))")
+        let store = MetadataStore(root: root)
+        if let season {
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(MediaLayout.seasonName(season)))
+            try store.reaggregateSeries(folder: folder)
+        } else if let versionId {
+            let v = try MediaLayout.component(versionId, "version id")
+            let discovery = MediaDiscovery(root: root)
+            for file in discovery.files(in: folder, depth: 2) where file.lastPathComponent.contains("-\(v).") {
+                try? FileManager.default.removeItem(at: file)
+            }
+            try store.removeVersion(v, under: folder)
+        } else {
+            try? FileManager.default.removeItem(at: folder)
+        }
+        MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+    }
+}
+
+/// Apple-only protections (seed 003): excluded from backup, complete until first unlock.
+enum MediaProtection {
+    static func apply(to folder: URL) {
+        #if canImport(Darwin) && !os(Linux)
+        var url = folder
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? url.setResourceValues(values)
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        try? FileManager.default.setAttributes([.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: folder.path)
+        #endif
+        #endif
+    }
+}

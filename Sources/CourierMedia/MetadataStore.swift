@@ -1,0 +1,124 @@
+import Courier
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads and writes `metadata.json` files atomically (temp file, fsync, rename), so a crash
+/// never leaves half a JSON file.
+struct MetadataStore {
+    let root: URL
+
+    var downloads: URL { root.appendingPathComponent(MediaLayout.downloads) }
+
+    func read(_ file: URL) -> DownloadMetadata? {
+        guard let data = try? Data(contentsOf: file) else { return nil }
+        return try? JSONDecoder().decode(DownloadMetadata.self, from: data)
+    }
+
+    func write(_ metadata: DownloadMetadata, to file: URL) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(metadata)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let temp = file.deletingLastPathComponent().appendingPathComponent(".metadata.json.\(UUID().uuidString).tmp")
+        guard FileManager.default.createFile(atPath: temp.path, contents: nil), let handle = FileHandle(forWritingAtPath: temp.path) else {
+            throw CourierError(.fileWrite, "cannot write metadata in \(file.deletingLastPathComponent().lastPathComponent)")
+        }
+        do {
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+            try handle.close()
+            guard rename(temp.path, file.path) == 0 else { throw CourierError(.fileWrite, "cannot move metadata into place") }
+        } catch {
+            try? handle.close()
+            unlink(temp.path)
+            throw error
+        }
+    }
+
+    /// Adds (or replaces: same normalised media source) a version of an item, at movie level,
+    /// or at season level with the series aggregating its seasons. Legacy `Metadata/` goes
+    /// only after the new metadata is written.
+    func record(_ version: VersionInfo, for item: MediaItem, series: MediaItem?) throws {
+        func merged(_ versions: [VersionInfo]) -> [VersionInfo] {
+            versions.filter { !($0.itemId ?? item.id == item.id && $0.normalizedSource(itemId: item.id) == version.normalizedSource(itemId: item.id)) } + [version]
+        }
+        let itemFolder = root.appendingPathComponent(try MediaLayout.itemFolder(item))
+        switch item.type {
+        case .movie:
+            let file = itemFolder.appendingPathComponent("metadata.json")
+            var meta = read(file) ?? DownloadMetadata(itemId: item.id, itemType: item.type.rawValue, displayTitle: item.name ?? item.id, item: item, versions: [])
+            meta.item = item
+            meta.versions = merged(meta.versions)
+            try write(meta, to: file)
+        case .episode:
+            let seasonFolder = root.appendingPathComponent(try MediaLayout.seasonFolder(item))
+            let file = seasonFolder.appendingPathComponent("metadata.json")
+            let seasonId = item.seasonId ?? "\(item.seriesId ?? "")-\(item.parentIndexNumber ?? 0)"
+            var meta = read(file) ?? DownloadMetadata(itemId: seasonId, itemType: "Season",
+                                                      displayTitle: "Season \(item.parentIndexNumber ?? 0)", item: nil, versions: [], episodes: [:])
+            meta.versions = merged(meta.versions)
+            meta.episodes = (meta.episodes ?? [:]).merging([item.id: item]) { $1 }
+            try write(meta, to: file)
+            try reaggregateSeries(folder: itemFolder, series: series, fallbackTitle: item.seriesName)
+        default:
+            throw CourierError(.invalidArgument, "metadata is kept for movies and episodes")
+        }
+        let legacy = itemFolder.appendingPathComponent("Metadata")
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: legacy.path, isDirectory: &isDir), isDir.boolValue {
+            try? FileManager.default.removeItem(at: legacy)
+        }
+    }
+
+    /// Rewrites the series' `metadata.json` from its seasons' (or removes it when none is left).
+    func reaggregateSeries(folder: URL, series: MediaItem? = nil, fallbackTitle: String? = nil) throws {
+        let file = folder.appendingPathComponent("metadata.json")
+        let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
+            .filter { $0.lastPathComponent.hasPrefix("Season-") }
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        let versions = seasons.flatMap { read($0.appendingPathComponent("metadata.json"))?.versions ?? [] }
+        guard !seasons.isEmpty else { unlink(file.path); return }
+        let existing = read(file)
+        let id = series?.id ?? existing?.itemId ?? folder.lastPathComponent
+        try write(DownloadMetadata(itemId: id, itemType: "Series", displayTitle: series?.name ?? existing?.displayTitle ?? fallbackTitle ?? id,
+                                   item: series ?? existing?.item, versions: versions), to: file)
+    }
+
+    /// Drops a version's entries below `folder` (movie or series with seasons).
+    func removeVersion(_ versionId: String, under folder: URL) throws {
+        let movieFile = folder.appendingPathComponent("metadata.json")
+        let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []).filter { $0.lastPathComponent.hasPrefix("Season-") }
+        if seasons.isEmpty {
+            if var meta = read(movieFile) {
+                meta.versions.removeAll { $0.versionId == versionId }
+                if meta.versions.isEmpty { unlink(movieFile.path) } else { try write(meta, to: movieFile) }
+            }
+            return
+        }
+        for season in seasons {
+            let file = season.appendingPathComponent("metadata.json")
+            if var meta = read(file) {
+                meta.versions.removeAll { $0.versionId == versionId }
+                try write(meta, to: file)
+            }
+        }
+        try reaggregateSeries(folder: folder)
+    }
+
+    /// Every version recorded for an item: its own metadata (movie), or season metadata
+    /// naming it (episode); legacy `Metadata/Item.json` as a fallback.
+    func versions(forItem itemId: String) -> [VersionInfo] {
+        guard (try? MediaLayout.component(itemId)) != nil else { return [] }
+        let movie = downloads.appendingPathComponent(itemId).appendingPathComponent("metadata.json")
+        if let meta = read(movie) { return meta.versions }
+        var found: [VersionInfo] = []
+        for series in (try? FileManager.default.contentsOfDirectory(at: downloads, includingPropertiesForKeys: nil)) ?? [] {
+            for season in ((try? FileManager.default.contentsOfDirectory(at: series, includingPropertiesForKeys: nil)) ?? []) where season.lastPathComponent.hasPrefix("Season-") {
+                found += read(season.appendingPathComponent("metadata.json"))?.versions.filter { $0.itemId == itemId } ?? []
+            }
+        }
+        return found
+    }
+}
