@@ -113,6 +113,12 @@ struct MetadataStore {
         guard (try? MediaLayout.component(itemId)) != nil else { return [] }
         let movie = downloads.appendingPathComponent(itemId).appendingPathComponent("metadata.json")
         if let meta = read(movie) { return meta.versions }
+        // Legacy: Metadata/Item.json beside a Media.* file counts as the item's own version.
+        let legacy = LegacyLayout(root: root)
+        let folder = downloads.appendingPathComponent(itemId)
+        if legacy.item(in: folder)?.id == itemId, let media = legacy.legacyMedia(in: folder) {
+            return [VersionInfo(versionId: itemId, container: media.pathExtension, isStatic: true, mediaSourceId: nil, downloadDate: "", taskId: "legacy", itemId: itemId)]
+        }
         var found: [VersionInfo] = []
         for series in (try? FileManager.default.contentsOfDirectory(at: downloads, includingPropertiesForKeys: nil)) ?? [] {
             for season in ((try? FileManager.default.contentsOfDirectory(at: series, includingPropertiesForKeys: nil)) ?? []) where season.lastPathComponent.hasPrefix("Season-") {
