@@ -82,6 +82,7 @@ let package = Package(
                 "Courier",
                 "CourierAttachments",
                 "CourierDocuments",
+                "CourierMedia",
                 "CourierOrigin",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

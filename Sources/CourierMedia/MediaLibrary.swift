@@ -135,6 +135,13 @@ public actor MediaLibrary {
         return hasEntry && MediaDiscovery(root: root).mediaFile(itemId: itemId, mediaSourceId: mediaSourceId) != nil
     }
 
+    /// Every item's metadata: movies and series (with their aggregated versions).
+    public nonisolated func catalog() throws -> [DownloadMetadata] {
+        let store = MetadataStore(root: root)
+        let folders = (try? FileManager.default.contentsOfDirectory(at: root.appendingPathComponent(MediaLayout.downloads), includingPropertiesForKeys: nil)) ?? []
+        return folders.sorted { $0.lastPathComponent < $1.lastPathComponent }.compactMap { store.read($0.appendingPathComponent("metadata.json")) }
+    }
+
     /// Bytes under an item's folder (a movie or a series), or the whole library.
     public nonisolated func size(itemId: String? = nil) throws -> Int64 {
         let folder = try itemId.map { root.appendingPathComponent("\(MediaLayout.downloads)/\(try MediaLayout.component($0))") } ?? root.appendingPathComponent(MediaLayout.downloads)

@@ -15,6 +15,6 @@ struct CourierCommand: AsyncParsableCommand {
         \(ExitCodes.table)
         """,
         version: "0.1.0",
-        subcommands: [Get.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Attachments.self, Doc.self, Demo.self, Serve.self]
+        subcommands: [Get.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Attachments.self, Doc.self, Media.self, Open.self, Demo.self, Serve.self]
     )
 }
