@@ -28,8 +28,13 @@ public final class ICloudContainer: DocumentContainer, @unchecked Sendable { // 
         let q = NSMetadataQuery()
         q.searchScopes = [NSMetadataQueryUbiquitousDocumentsScope]
         q.predicate = NSPredicate(format: "%K LIKE '*'", NSMetadataItemFSNameKey)
-        NotificationCenter.default.addObserver(forName: .NSMetadataQueryDidUpdate, object: q, queue: nil) { [weak self] _ in self?.refresh(q) }
-        NotificationCenter.default.addObserver(forName: .NSMetadataQueryDidFinishGathering, object: q, queue: nil) { [weak self] _ in self?.refresh(q) }
+        // The query comes from the notification: capturing it would send a non-Sendable value.
+        for name in [Notification.Name.NSMetadataQueryDidUpdate, .NSMetadataQueryDidFinishGathering] {
+            NotificationCenter.default.addObserver(forName: name, object: q, queue: .main) { [weak self] note in
+                guard let query = note.object as? NSMetadataQuery else { return }
+                MainActor.assumeIsolated { self?.refresh(query) }
+            }
+        }
         q.start()
         query = q
     }
