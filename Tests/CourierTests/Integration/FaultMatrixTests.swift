@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+@testable import Courier
+import CourierOrigin
+
+/// Issue 7's randomized fault matrix: downloads through faults combined per request from a
+/// seeded generator. Each must end completed with the right bytes, or failed with a code;
+/// never a final file with wrong bytes, never a lost partial that a later attempt needed.
+/// The seed is printed; set COURIER_FAULT_SEED to replay, COURIER_FAULT_ROUNDS for more.
+@Suite(.serialized) struct FaultMatrixTests {
+    @Test func randomFaultsNeverYieldAWrongFile() async throws {
+        let env = ProcessInfo.processInfo.environment
+        let seed = env["COURIER_FAULT_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        let rounds = env["COURIER_FAULT_ROUNDS"].flatMap { Int($0) } ?? 500
+        print("fault matrix: seed \(seed), \(rounds) downloads (replay with COURIER_FAULT_SEED=\(seed))")
+        var rng = SplitMixRNG(seed: seed)
+        try await withFixture { fx in
+            // A few files of different sizes; one changes version mid-run.
+            var files: [String: Data] = [:]
+            for (i, size) in [40_000, 200_000, 700_000, 1_500_000].enumerated() {
+                files["f\(i).bin"] = try fx.serve("f\(i).bin", size: size, seed: UInt64(i + 1))
+            }
+            let d = try fx.downloader {
+                $0.maxConcurrentDownloads = 8
+                $0.idleTimeout = .milliseconds(300)
+                $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(5), maxDelay: .milliseconds(40), maxAttempts: 6, maxRetryAfter: .milliseconds(50))
+                $0.maxRestarts = 6
+            }
+            var completed = 0, failed: [String: Int] = [:]
+            var batch: [(id: String, file: String)] = []
+            func settle() async throws {
+                for (id, file) in batch {
+                    do {
+                        let record = try await d.waitForCompletion(id: id)
+                        let bytes = fx.finalData(record.localFinalPath)
+                        #expect(bytes == files[file], "seed \(seed): \(id) completed with wrong bytes (\(bytes?.count ?? -1) of \(files[file]!.count))")
+                        completed += 1
+                    } catch let e as CourierError {
+                        failed[e.code.rawValue, default: 0] += 1
+                        let record = try await d.record(id: id)
+                        #expect(record?.state == .failed, "seed \(seed): \(id) ended \(String(describing: record?.state)) with \(e)")
+                        #expect(!fx.exists(record?.localFinalPath ?? "-"), "seed \(seed): \(id) failed but left a final file")
+                    }
+                }
+                batch.removeAll()
+            }
+            for round in 0..<rounds {
+                let file = "f\(Int(rng.next() % 4)).bin"
+                var fault = Fault()
+                // Misbehave on the first 1–3 requests; one round in ten, on every request.
+                fault.times = rng.next() % 10 == 0 ? 0 : Int(rng.next() % 3) + 1
+                switch rng.next() % 12 {
+                case 0: fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                case 1: fault.ignoreRange = true; fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                case 2: fault.weakETag = true; fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                case 3: fault.gzip = true; if rng.next() % 2 == 0 { fault.dropAfterBytes = Int64(rng.next() % 100_000) }
+                case 4: fault.contentRangeShift = Int64(rng.next() % 5000) + 1; fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                case 5: fault.contentRangeTotal = Int64(rng.next() % 3_000_000) + 1
+                case 6: fault.contentLengthDelta = Int64(rng.next() % 2000) + 1
+                case 7: fault.failStatus = [500, 502, 503, 504, 429, 408][Int(rng.next() % 6)]; fault.failCount = Int(rng.next() % 4) + 1; fault.retryAfter = 0
+                case 8: if rng.next() % 4 == 0 { fault.stallAfterBytes = 128_000 + Int64(rng.next() % 256_000) } else { fault.dropAfterBytes = 0 }
+                case 9: fault.alignRangeStart = 4096; fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                case 10: fault.noValidators = true; fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                default: fault.changeETag = true; fault.dropAfterBytes = Int64(rng.next() % 300_000)
+                }
+                let path = "/r\(round)/\(file)"
+                fx.origin.setFault(fault, for: path)
+                try linkFile(fx, round: round, file: file)
+                let id = "m\(round)"
+                try await d.enqueue(DownloadRequest(id: id, url: fx.url("r\(round)/\(file)"), destination: "out/\(id).bin",
+                                                    sha256: rng.next() % 3 == 0 ? Fixture.sha256(files[file]!) : nil))
+                batch.append((id, file))
+                if batch.count == 16 { try await settle() }
+            }
+            try await settle()
+            await d.shutdown()
+            print("fault matrix: seed \(seed): \(completed) completed with the right bytes, failed by code: \(failed.sorted { $0.key < $1.key })")
+            #expect(completed + failed.values.reduce(0, +) == rounds)
+            #expect(completed > rounds / 2, "seed \(seed): most downloads should get through faults limited to their first requests")
+            #expect(!failed.isEmpty || rounds < 50, "seed \(seed): permanent faults should make some downloads fail")
+        }
+    }
+
+    /// Serves the same bytes under a per-round path, so each round has its own fault.
+    private func linkFile(_ fx: Fixture, round: Int, file: String) throws {
+        let dir = fx.served.appendingPathComponent("r\(round)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.linkItem(at: fx.served.appendingPathComponent(file), to: dir.appendingPathComponent(file))
+    }
+}
+
+struct SplitMixRNG {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
