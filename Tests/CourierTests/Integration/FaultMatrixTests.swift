@@ -13,7 +13,7 @@ import CourierOrigin
         let seed = env["COURIER_FAULT_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
         let rounds = env["COURIER_FAULT_ROUNDS"].flatMap { Int($0) } ?? 500
         print("fault matrix: seed \(seed), \(rounds) downloads (replay with COURIER_FAULT_SEED=\(seed))")
-        var rng = SplitMixRNG(seed: seed)
+        var rng = SplitMix(seed: seed)
         try await withFixture { fx in
             // A few files of different sizes; one changes version mid-run.
             var files: [String: Data] = [:]
@@ -86,17 +86,5 @@ import CourierOrigin
         let dir = fx.served.appendingPathComponent("r\(round)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try FileManager.default.linkItem(at: fx.served.appendingPathComponent(file), to: dir.appendingPathComponent(file))
-    }
-}
-
-struct SplitMixRNG {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
