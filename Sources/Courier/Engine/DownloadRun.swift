@@ -8,6 +8,8 @@ import NIOCore
 struct DownloadRun: Sendable {
     let id: String
     let context: EngineContext
+    /// The URL with its secrets, known only to this process (the record stores it redacted).
+    var liveURL: String? = nil
 
     /// What one attempt (a request and its body) came to.
     enum AttemptOutcome: Sendable {
@@ -59,7 +61,7 @@ struct DownloadRun: Sendable {
             throw ExternalStop()
         }
 
-        var url = try URLPolicy.validate(record.remoteUrl)
+        var url = try URLPolicy.validate(liveURL ?? record.remoteUrl)
         var failures = 0
         var restarts = 0
         var refreshedBeforeResume = false
@@ -72,7 +74,7 @@ struct DownloadRun: Sendable {
                 refreshedBeforeResume = true
                 if let fresh = try await refresher.refreshedURL(for: record, reason: .beforeResume) {
                     url = try URLPolicy.validate(fresh)
-                    record = try await persist { $0.remoteUrl = fresh }
+                    record = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
                 }
             }
             let plan = ResumePlan(partialLength: partialLength, etag: record.etag, lastModified: record.lastModified,
@@ -133,7 +135,7 @@ struct DownloadRun: Sendable {
                 }
                 refreshedAfterDenial = true
                 url = try URLPolicy.validate(fresh)
-                record = try await persist { $0.remoteUrl = fresh }
+                record = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
             case let .fail(error):
                 throw error
             }

@@ -27,6 +27,8 @@ public actor Downloader {
     private struct Running { var run: Task<RunOutcome, Never>; var supervisor: Task<Void, Never> }
     private var running: [String: Running] = [:]
     private var intents: [String: Intent] = [:]
+    /// Full URLs (with query secrets) given to this process; the records store them redacted.
+    private var liveURLs: [String: String] = [:]
     private var isShutDown = false
 
     /// Makes a downloader.
@@ -109,7 +111,7 @@ public actor Downloader {
             var r: DownloadRecord
             if var existing = try DownloadRecord.fetchOne(db, key: id) {
                 let fresh = existing.state == .completed || existing.localFinalPath != destination || existing.expectedSHA256 != (sha ?? existing.expectedSHA256)
-                existing.remoteUrl = request.url
+                existing.remoteUrl = Redactor.redact(url: request.url)
                 existing.localFinalPath = destination
                 existing.partialPath = partial
                 existing.mediaId = request.mediaId ?? existing.mediaId
@@ -126,7 +128,7 @@ public actor Downloader {
                 existing.updatedAt = Date()
                 r = existing
             } else {
-                r = DownloadRecord(id: id, remoteUrl: request.url, localFinalPath: destination, partialPath: partial,
+                r = DownloadRecord(id: id, remoteUrl: Redactor.redact(url: request.url), localFinalPath: destination, partialPath: partial,
                                    mediaId: request.mediaId, mediaType: request.mediaType, expectedSHA256: sha, priority: request.priority)
             }
             try r.save(db)
@@ -134,6 +136,7 @@ public actor Downloader {
         }
         // No unlink of the partial here: the record's bytesReceived lags the file by up to a
         // second, and ResumePlan already discards kept bytes that nothing ties to a version.
+        if Redactor.redact(url: request.url) != request.url { liveURLs[id] = request.url } else { liveURLs[id] = nil }
         context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
         adopt(record)
         pump()
@@ -304,7 +307,7 @@ public actor Downloader {
     }
 
     private func launch(_ id: String) {
-        let run = DownloadRun(id: id, context: context)
+        let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id])
         let runTask = Task { await run.run() }
         let supervisor = Task {
             let outcome = await runTask.value
@@ -334,6 +337,7 @@ public actor Downloader {
             let length = partial.map { PartialFile.length(at: $0) } ?? 0
             switch intent {
             case .cancel:
+                liveURLs[id] = nil
                 if let partial { unlink(partial.path) }
                 _ = try? await db.delete(id: id)
                 hub.publish(.cancelled(id: id))

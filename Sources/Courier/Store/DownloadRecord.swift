@@ -15,7 +15,10 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     public var mediaId: String?
     /// A caller-defined group: the media's type (`document`, `video`, …).
     public var mediaType: String?
-    /// The URL to fetch. Secrets in it are redacted wherever it is printed.
+    /// The URL to fetch, with secret query values (`api_key`, tokens, signatures) and user
+    /// info redacted: a token never reaches the database file. The full URL lives only in
+    /// the memory of the process it was given to; after a relaunch a ``URLRefreshing`` hook
+    /// (or a ``RequestAuthorizing`` header, or the caller enqueuing again) supplies it.
     public var remoteUrl: String
     /// The final file, relative to the root directory.
     public var localFinalPath: String

@@ -230,6 +230,35 @@ import CourierOrigin
         }
     }
 
+    /// A token in the URL is used for this process's requests but never written to the
+    /// database file; after a relaunch the refresher supplies the full URL again.
+    @Test func queryTokensNeverReachTheDatabaseFile() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 3 << 20)
+            var slow = Fault(); slow.bytesPerSecond = 3 << 20
+            fx.origin.setFault(slow, for: "/f.bin")
+            let secretURL = fx.url("f.bin") + "?api_key=PLANTED-TOKEN-42&ok=1"
+            let first = try fx.downloader()
+            try await first.enqueue(DownloadRequest(id: "x", url: secretURL, destination: "f.bin"))
+            #expect(try await eventually { fx.partialLength("f.bin") > 256 << 10 })
+            await first.shutdown()
+            #expect(fx.origin.requests.first.map { _ in true } == true)
+            let stored = try #require(try await fx.database().record(id: "x")).remoteUrl
+            #expect(!stored.contains("PLANTED") && stored.contains("api_key=REDACTED") && stored.contains("ok=1"))
+            fx.origin.setFault(nil, for: "/f.bin")
+            let second = try fx.downloader(refresher: Refresher(fresh: secretURL))
+            try await second.start()
+            _ = try await second.waitForCompletion(id: "x")
+            await second.shutdown()
+            #expect(fx.finalData("f.bin") == data)
+            let files = try FileManager.default.contentsOfDirectory(atPath: fx.base.path).filter { $0.hasPrefix("courier.sqlite") }
+            for file in files {
+                let bytes = try Data(contentsOf: fx.base.appendingPathComponent(file))
+                #expect(bytes.range(of: Data("PLANTED-TOKEN-42".utf8)) == nil, "\(file) holds the token")
+            }
+        }
+    }
+
     @Test func secretsNeverReachErrorsLogsOrTheErrorColumn() async throws {
         try await withFixture { fx in
             let log = CapturingLog()
