@@ -33,6 +33,9 @@ struct EngineOptions: ParsableArguments {
     @Option(name: .long, help: "Downloads at once (resume --all).")
     var parallel: Int = 4
 
+    @Option(name: .long, help: "Refuse files larger than this many bytes (E_BODY_TOO_LONG).")
+    var maxSize: Int64?
+
     /// The CLI stores paths relative to `/`: a terminal user names files by absolute or
     /// working-directory paths, and no container moves under them.
     func configuration() -> DownloaderConfiguration {
@@ -40,6 +43,7 @@ struct EngineOptions: ParsableArguments {
         c.retryPolicy.maxAttempts = max(1, maxAttempts)
         c.idleTimeout = .seconds(max(1, idleTimeout))
         c.maxConcurrentDownloads = max(1, parallel)
+        c.maxFileSize = maxSize.map { max(0, $0) }
         return c
     }
 }
