@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A real HTTP/1.1 server on loopback that serves a directory with correct `Range`,
 /// `If-Range`, strong `ETag`, `Last-Modified` and `HEAD`, and misbehaves on request:
@@ -29,6 +30,7 @@ public final class CourierOrigin: Sendable {
     private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = .init(nil)
     /// Whether PUT (store the body as the file) and DELETE are accepted.
     public let writable: Bool
+    private let scheme = NIOLockedValueBox("http")
 
     struct OriginState {
         var faults: [String: Fault] = [:]
@@ -52,20 +54,27 @@ public final class CourierOrigin: Sendable {
 
     /// Starts serving `directory` on `host` (loopback by default); port 0 picks a free port.
     /// With `writable`, PUT stores a body as a file (atomically) and DELETE removes one.
+    /// With `tls` (a PEM certificate chain and key), it serves HTTPS.
     public static func start(directory: URL, host: String = "127.0.0.1", port: Int = 0, writable: Bool = false,
+                             tls: (certificatePEM: String, privateKeyPEM: String)? = nil,
                              logger: Logger = Logger(label: "courier.origin")) async throws -> CourierOrigin {
+        let sslContext = try tls.map { tls in
+            try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: [.file(tls.certificatePEM)], privateKey: .file(tls.privateKeyPEM)))
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let sslContext { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext)) }
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes)))
                     return try NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
         let origin = CourierOrigin(directory: directory.standardizedFileURL, port: server.channel.localAddress?.port ?? port,
                                    serverChannel: server.channel, group: group, logger: logger, writable: writable)
+        origin.scheme.withLockedValue { $0 = tls == nil ? "http" : "https" }
         let task = Task<Void, Never> {
             _ = try? await server.executeThenClose { inbound in
                 try await withThrowingDiscardingTaskGroup { tasks in
@@ -90,7 +99,7 @@ public final class CourierOrigin: Sendable {
 
     /// The URL of a path on this origin, such as `/big.bin`.
     public func url(_ path: String) -> String {
-        "http://127.0.0.1:\(port)" + (path.hasPrefix("/") ? path : "/" + path)
+        "\(scheme.withLockedValue { $0 })://127.0.0.1:\(port)" + (path.hasPrefix("/") ? path : "/" + path)
     }
 
     /// Sets (or with `nil`, clears) the fault for a path, and resets its request count.

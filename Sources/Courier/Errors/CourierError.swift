@@ -72,6 +72,9 @@ extension CourierError.Code {
     // Transport
     /// The connection failed or dropped.
     public static let network = Self(rawValue: "E_NETWORK")
+    /// The TLS handshake failed: an untrusted, expired or mismatched certificate. Not
+    /// retried: waiting does not make a certificate trusted.
+    public static let tls = Self(rawValue: "E_TLS")
     /// No byte arrived within the idle timeout (seed 004's code).
     public static let timeout = Self(rawValue: "E_TIMEOUT")
     /// The body ended before the announced length.

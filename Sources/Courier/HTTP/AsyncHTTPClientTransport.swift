@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
+import NIOSSL
 
 /// ``HTTPTransport`` over AsyncHTTPClient: connection pooling, TLS with certificate
 /// verification, no redirect following, and bounded decompression for servers that
@@ -13,13 +14,31 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     private let ownsClient: Bool
     private let isShutDown = NIOLockedValueBox(false)
 
+    /// How server certificates are checked.
+    public enum TLSTrust: Sendable, Equatable {
+        /// Against the system's roots (the default).
+        case system
+        /// Against the system's roots and the CA certificates in this PEM file.
+        case additionalCA(pemFile: String)
+        /// Not at all (`--insecure`): for tests and self-signed development servers only.
+        case insecure
+    }
+
     /// Makes a transport with its own client.
     /// - Parameters:
     ///   - connectTimeout: how long a connection may take to open.
     ///   - decompressionRatioLimit: the largest decoded/encoded ratio accepted from a server
     ///     that compresses anyway (a bound against decompression bombs).
-    public init(connectTimeout: Duration = .seconds(15), decompressionRatioLimit: Int = 100) {
+    ///   - trust: how server certificates are checked (verified against the system by default).
+    public init(connectTimeout: Duration = .seconds(15), decompressionRatioLimit: Int = 100, trust: TLSTrust = .system) {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch trust {
+        case .system: break
+        case let .additionalCA(pemFile): tls.additionalTrustRoots = [.file(pemFile)]
+        case .insecure: tls.certificateVerification = .none
+        }
         var configuration = HTTPClient.Configuration(
+            tlsConfiguration: tls,
             redirectConfiguration: .disallow,
             timeout: .init(connect: .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000 + connectTimeout.components.attoseconds / 1_000_000_000)),
             decompression: .enabled(limit: .ratio(decompressionRatioLimit))
@@ -68,6 +87,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         if error is CancellationError { return error }
         if let e = error as? CourierError { return e }
         if let e = error as? HTTPClientError, e == .cancelled { return CancellationError() }
+        if error is NIOSSLError || error is BoringSSLError || String(describing: error).contains("handshakeFailed") {
+            return CourierError(.tls, "the TLS handshake with \(url) failed (untrusted or invalid certificate): \(Redactor.redact(String(describing: error)))", underlying: error)
+        }
         if error is NIOHTTPDecompression.DecompressionError {
             return CourierError(.bodyTooLong, "the server's compressed body decodes past the allowed size", underlying: error)
         }

@@ -43,7 +43,7 @@ struct Resume: AsyncParsableCommand {
     func run() async throws {
         do {
             let database = try store.open()
-            let downloader = Downloader(configuration: engine.configuration(), database: database, logger: makeLogger(verbose: verbose))
+            let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
             var ids: [String]
             if let id {
                 try await downloader.resume(id: id)

@@ -35,7 +35,7 @@ struct Get: AsyncParsableCommand {
             let relative = String(outputPath.dropFirst())   // the CLI's root is "/"
             let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: outputPath)
             let database = try store.open()
-            let downloader = Downloader(configuration: engine.configuration(), database: database, logger: makeLogger(verbose: verbose))
+            let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
             let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256))
             if !quiet, record.bytesReceived > 0 {
                 Terminal.error("Resuming \(id) from \(Format.bytes(record.bytesReceived)).")
@@ -61,13 +61,12 @@ struct Get: AsyncParsableCommand {
         }
         var name = SafePath.sanitizedFileName(URL(string: url)?.lastPathComponent ?? "", fallback: "index.html")
         if name == "/" { name = "index.html" }
-        if let suggested = await Self.contentDispositionName(url) { name = suggested }
+        if let suggested = await Self.contentDispositionName(url, transport: engine.transport()) { name = suggested }
         return URL(fileURLWithPath: cwd).appendingPathComponent(name).standardizedFileURL.path
     }
 
     /// Asks the server (HEAD) for a Content-Disposition file name, sanitized.
-    static func contentDispositionName(_ url: String) async -> String? {
-        let transport = AsyncHTTPClientTransport(connectTimeout: .seconds(10))
+    static func contentDispositionName(_ url: String, transport: AsyncHTTPClientTransport) async -> String? {
         defer { Task { try? await transport.shutdown() } }
         guard let response = try? await transport.send(TransportRequest(url: url, method: "HEAD", headers: [("Accept-Encoding", "identity")])),
               (200..<300).contains(response.status),

@@ -36,6 +36,23 @@ struct EngineOptions: ParsableArguments {
     @Option(name: .long, help: "Refuse files larger than this many bytes (E_BODY_TOO_LONG).")
     var maxSize: Int64?
 
+    @Option(name: .long, help: "Also trust the CA certificates in this PEM file.")
+    var cacert: String?
+
+    @Flag(name: .long, help: "Do not verify TLS certificates (development servers only).")
+    var insecure = false
+
+    @Option(name: .long, help: "Seconds a connection (and its TLS handshake) may take.")
+    var connectTimeout: Int = 15
+
+    /// The HTTP transport with the TLS trust the flags ask for (verified by default).
+    func transport() -> AsyncHTTPClientTransport {
+        let timeout = Duration.seconds(max(1, connectTimeout))
+        if insecure { return AsyncHTTPClientTransport(connectTimeout: timeout, trust: .insecure) }
+        if let cacert { return AsyncHTTPClientTransport(connectTimeout: timeout, trust: .additionalCA(pemFile: URL(fileURLWithPath: cacert).standardizedFileURL.path)) }
+        return AsyncHTTPClientTransport(connectTimeout: timeout)
+    }
+
     /// The CLI stores paths relative to `/`: a terminal user names files by absolute or
     /// working-directory paths, and no container moves under them.
     func configuration() -> DownloaderConfiguration {

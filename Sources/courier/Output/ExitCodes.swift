@@ -16,7 +16,7 @@ enum ExitCodes {
     static let table = """
           0    success
           1    other failure (database, invalid state)
-          3    network or HTTP failure (E_NETWORK, E_TIMEOUT, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
+          3    network or HTTP failure (E_NETWORK, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
@@ -27,7 +27,7 @@ enum ExitCodes {
     /// The exit code for an error code.
     static func code(for error: CourierError.Code) -> Int32 {
         switch error {
-        case .network, .timeout, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
+        case .network, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
              .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect:
             return network
         case .checksumMismatch, .sizeMismatch, .bodyTooLong:

@@ -1,0 +1,31 @@
+import CourierOrigin
+import Foundation
+import Testing
+
+@Suite(.serialized) struct TLSCLITests {
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")))
+    func getVerifiesCertificatesUnlessToldOtherwise() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("s.bin", size: 30_000)
+        let cert = w.base.appendingPathComponent("cert.pem").path, key = w.base.appendingPathComponent("key.pem").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        let origin = try await CourierOrigin.start(directory: w.served, tls: (cert, key))
+        defer { Task { try? await origin.stop() } }
+        let url = origin.url("/s.bin")
+        let refused = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("a").path, "--connect-timeout", "1", "--db", w.db])
+        #expect(refused.status == 3 && refused.stderr.contains("E_TLS"), "\(refused.stderr)")
+        let trusted = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("b").path, "--cacert", cert, "--db", w.db])
+        #expect(trusted.status == 0, "\(trusted.stderr)")
+        let insecure = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("c").path, "--insecure", "--db", w.db])
+        #expect(insecure.status == 0)
+        #expect(try Data(contentsOf: w.out.appendingPathComponent("b")) == data && Data(contentsOf: w.out.appendingPathComponent("c")) == data)
+    }
+}

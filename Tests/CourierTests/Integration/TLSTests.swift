@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import Courier
+import CourierOrigin
+
+/// A self-signed certificate for 127.0.0.1, made with openssl for the test.
+struct SelfSigned {
+    let certificate: String
+    let key: String
+
+    static let isAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+
+    init(in dir: URL) throws {
+        certificate = dir.appendingPathComponent("cert.pem").path
+        key = dir.appendingPathComponent("key.pem").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CourierError(.fileWrite, "openssl could not make a certificate") }
+    }
+}
+
+@Suite(.serialized) struct TLSTests {
+    @Test(.enabled(if: SelfSigned.isAvailable)) func selfSignedOriginIsRefusedUnlessTrusted() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 200_000)
+            let cert = try SelfSigned(in: fx.base)
+            let tlsOrigin = try await CourierOrigin.start(directory: fx.served, tls: (cert.certificate, cert.key))
+            defer { Task { try? await tlsOrigin.stop() } }
+            let url = tlsOrigin.url("/f.bin")
+            #expect(url.hasPrefix("https://"))
+
+            // Verified by default: refused with its own code, no retries. (AsyncHTTPClient retries
+            // a failed handshake until its connect timeout, 15 s by default; 1 s here.)
+            let strictTransport = AsyncHTTPClientTransport(connectTimeout: .seconds(1))
+            let strict = Downloader(configuration: fx.configuration(), database: try fx.database(), transport: strictTransport)
+            try await strict.enqueue(DownloadRequest(id: "a", url: url, destination: "a.bin"))
+            do { try await strict.waitForCompletion(id: "a"); Issue.record("a self-signed certificate must be refused") } catch let e as CourierError {
+                #expect(e.code == .tls, "\(e)")
+            }
+            #expect(try await strict.record(id: "a")?.attemptCount == 0)
+            #expect(!fx.exists("a.bin"))
+            await strict.shutdown()
+            try await strictTransport.shutdown()
+
+            // Trusted with its CA, or with --insecure: the bytes arrive.
+            for (id, trust) in [("b", AsyncHTTPClientTransport.TLSTrust.additionalCA(pemFile: cert.certificate)), ("c", .insecure)] {
+                let transport = AsyncHTTPClientTransport(trust: trust)
+                let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transport: transport)
+                try await d.enqueue(DownloadRequest(id: id, url: url, destination: "\(id).bin"))
+                _ = try await d.waitForCompletion(id: id)
+                await d.shutdown()
+                try await transport.shutdown()
+                #expect(fx.finalData("\(id).bin") == data)
+            }
+        }
+    }
+}
