@@ -192,7 +192,8 @@ public final class CourierOrigin: Sendable {
             return (fault, s.counts[path]!, s.etagGeneration, s.requiredAuthorization)
         }
         let active = fault.times == 0 || requestNumber <= fault.times
-        let f = active ? fault : Fault()
+        var f = active ? fault : Fault()
+        f.bytesPerSecond = fault.bytesPerSecond   // throttling is the link's, not a fault: it outlives `times`
         let keepAlive = head.isKeepAlive
 
         if let requiredAuth, head.headers.first(name: "Authorization") != requiredAuth {

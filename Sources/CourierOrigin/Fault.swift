@@ -43,7 +43,8 @@ public struct Fault: Sendable, Equatable, Codable {
     public var redirectStatus = 302
     /// Send `Content-Disposition: attachment; filename="…"` with this name (query: `disposition`).
     public var contentDisposition: String?
-    /// Only apply the fault to this many requests to the path, then behave (0 = always) (query: `times`).
+    /// Only apply the fault to this many requests to the path, then behave (0 = always)
+    /// (query: `times`). ``bytesPerSecond`` is not a misbehaviour and always applies.
     public var times = 0
 
     /// No fault.
