@@ -1,25 +1,14 @@
 import Courier
+import CourierAttachments
 import Foundation
 
 /// What stands in for a remote file not downloaded yet: a hidden sidecar
 /// `.<name>.courier` beside where the file will be (as iCloud's `.<name>.icloud`),
-/// recording the remote key, size and validator.
-public struct Placeholder: Codable, Sendable, Equatable {
-    /// The key in remote storage.
-    public var key: String
-    /// The remote size.
-    public var size: Int64
-    /// The remote validator, when known.
-    public var etag: String?
+/// recording the remote object it stands for: key, size and validator.
+public typealias Placeholder = RemoteObject
 
-    /// Makes a placeholder record.
-    public init(key: String, size: Int64, etag: String? = nil) {
-        self.key = key
-        self.size = size
-        self.etag = etag
-    }
-
-    /// The sidecar's URL for the document at `url`.
+extension RemoteObject {
+    /// The placeholder sidecar's URL for the document at `url`.
     public static func url(for url: URL) -> URL {
         url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).courier")
     }

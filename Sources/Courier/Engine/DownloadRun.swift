@@ -35,10 +35,10 @@ struct DownloadRun: Sendable {
         } catch let error as CourierError {
             if Task.isCancelled { return .interrupted }
             if error.code == .noSpace { return await pause(with: error) }
-            return await fail(with: error, discardPartial: false)
+            return await fail(with: error)
         } catch {
             if Task.isCancelled { return .interrupted }
-            return await fail(with: CourierError(.fileWrite, "unexpected error", underlying: error), discardPartial: false)
+            return await fail(with: CourierError(.fileWrite, "unexpected error", underlying: error))
         }
     }
 
@@ -327,9 +327,9 @@ struct DownloadRun: Sendable {
 
     // MARK: Ending badly
 
-    private func fail(with error: CourierError, discardPartial: Bool) async -> RunOutcome {
+    /// Records a failure; the partial stays (integrity failures discard it in `finish`).
+    private func fail(with error: CourierError) async -> RunOutcome {
         let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
-        if discardPartial, let partialURL { try? self.discardPartial(partialURL) }
         _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in
             r.state = .failed
             r.lastErrorCode = error.code.rawValue
