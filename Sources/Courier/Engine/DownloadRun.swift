@@ -27,9 +27,11 @@ struct DownloadRun: Sendable {
 
     func run() async -> RunOutcome {
         do {
-            return try await loop()
+            return try await withLeaseHeartbeat { try await loop() }
         } catch is CancellationError {
             return .interrupted
+        } catch is LeasedElsewhere {
+            return .leasedElsewhere
         } catch is ExternalStop {
             return .stoppedExternally
         } catch let error as CourierError {
@@ -42,12 +44,46 @@ struct DownloadRun: Sendable {
         }
     }
 
+    /// Runs `body` while a heartbeat renews the lease; a lost lease (another process took
+    /// it over, or the record left `downloading`) stops the body.
+    private func withLeaseHeartbeat(_ body: @escaping @Sendable () async throws -> RunOutcome) async throws -> RunOutcome {
+        try await withThrowingTaskGroup(of: RunOutcome?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                let owner = context.owner
+                while true {
+                    try await Task.sleep(for: config.leaseDuration / 3)
+                    let expiry = context.leaseExpiry()
+                    let renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { r in
+                        r.leaseOwner = owner.id
+                        r.leaseExpiresAt = expiry
+                    }
+                    if renewed == nil { throw ExternalStop() }
+                }
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            throw CancellationError()
+        }
+    }
+
     private func loop() async throws -> RunOutcome {
-        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], { r in
+        // The claim: queued (or interrupted, paused, failed) to downloading, with this
+        // downloader's lease, in one transaction; refused while another lease is in force.
+        let owner = context.owner
+        let expiry = context.leaseExpiry()
+        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: owner, { r in
             r.state = .downloading
             r.lastErrorCode = nil
             r.lastErrorMessage = nil
-        }) else { throw ExternalStop() }
+            r.leaseOwner = owner.id
+            r.leaseExpiresAt = expiry
+        }) else {
+            if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
+            throw ExternalStop()
+        }
         context.hub.publish(.stateChanged(id: id, state: .downloading, error: nil))
 
         let partialURL = context.fileURL(record.partialPath)
@@ -256,7 +292,7 @@ struct DownloadRun: Sendable {
                     lastPersist = now
                     try file.flush()   // bytes reach the file before the record claims them
                     let length = file.logicalLength
-                    guard let updated = try await db.update(id: id, ifStateIn: [.downloading], { $0.bytesReceived = length }) else {
+                    guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { $0.bytesReceived = length }) else {
                         throw ExternalStop()
                     }
                     current = updated
@@ -267,7 +303,7 @@ struct DownloadRun: Sendable {
             if error is CancellationError || Task.isCancelled || error is ExternalStop { throw error }
             // Persist what we have before reporting the failure.
             let length = file.logicalLength
-            _ = try? await db.update(id: id, ifStateIn: [.downloading]) { $0.bytesReceived = length }
+            _ = try? await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.bytesReceived = length }
             if let e = error as? CourierError, e.code == .bodyTooLong { return .fail(e) }
             throw error
         }
@@ -311,13 +347,16 @@ struct DownloadRun: Sendable {
             }
         }
         try PartialFile.finalize(partial: partialURL, to: finalURL)
+        if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }
         guard let done = try await markCompleted(length: length) else { throw ExternalStop() }
         return .finished(done)
     }
 
     private func markCompleted(length: Int64) async throws -> DownloadRecord? {
-        try await db.update(id: id, ifStateIn: [.downloading]) { r in
+        try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { r in
             r.state = .completed
+            r.leaseOwner = nil
+            r.leaseExpiresAt = nil
             r.bytesReceived = length
             r.totalBytes = length
             r.lastErrorCode = nil
@@ -330,8 +369,10 @@ struct DownloadRun: Sendable {
     /// Records a failure; the partial stays (integrity failures discard it in `finish`).
     private func fail(with error: CourierError) async -> RunOutcome {
         let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
-        _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in
+        _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { r in
             r.state = .failed
+            r.leaseOwner = nil
+            r.leaseExpiresAt = nil
             r.lastErrorCode = error.code.rawValue
             r.lastErrorMessage = error.message
             if let partialURL { r.bytesReceived = PartialFile.length(at: partialURL) }
@@ -342,8 +383,10 @@ struct DownloadRun: Sendable {
 
     private func pause(with error: CourierError) async -> RunOutcome {
         let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
-        _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in
+        _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { r in
             r.state = .paused
+            r.leaseOwner = nil
+            r.leaseExpiresAt = nil
             r.lastErrorCode = error.code.rawValue
             r.lastErrorMessage = error.message
             if let partialURL { r.bytesReceived = PartialFile.length(at: partialURL) }
@@ -355,7 +398,7 @@ struct DownloadRun: Sendable {
     // MARK: Helpers
 
     private func persist(_ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord {
-        guard let r = try await db.update(id: id, ifStateIn: [.downloading], change) else { throw ExternalStop() }
+        guard let r = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, change) else { throw ExternalStop() }
         return r
     }
 

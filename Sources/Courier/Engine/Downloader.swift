@@ -44,8 +44,12 @@ public actor Downloader {
                 logger: Logger = Logger(label: "courier")) {
         self.ownsTransport = transport == nil
         self.context = EngineContext(configuration: configuration, database: database, transport: transport ?? AsyncHTTPClientTransport(),
-                                     refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: EventHub())
+                                     refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: EventHub(),
+                                     owner: LeaseOwner.make())
     }
+
+    /// The id this downloader writes into the leases of the records it runs.
+    public nonisolated var leaseOwner: LeaseOwner { context.owner }
 
     /// The database the downloader uses.
     public nonisolated var database: CourierDatabase { context.database }
@@ -73,9 +77,12 @@ public actor Downloader {
         var ids: [String] = []
         for record in records where running[record.id] == nil {
             let partialLength = PartialFile.length(at: context.fileURL(record.partialPath))
-            guard let updated = try await context.database.update(id: record.id, ifStateIn: [.queued, .downloading, .paused], { r in
+            // A record another live process runs keeps its lease: it is not picked up here.
+            guard let updated = try await context.database.update(id: record.id, ifStateIn: [.queued, .downloading, .paused], lease: context.owner, { r in
                 r.state = .queued
                 r.bytesReceived = partialLength
+                r.leaseOwner = nil
+                r.leaseExpiresAt = nil
             }) else { continue }
             adopt(updated)
             ids.append(updated.id)
@@ -98,6 +105,7 @@ public actor Downloader {
 
         if let existing = try await context.database.record(id: id) {
             if running[id] != nil { return existing }
+            if context.owner.isBlocked(by: existing) { throw Self.leasedError(existing) }
             if existing.state == .completed, existing.localFinalPath == destination, existing.expectedSHA256 == sha || sha == nil,
                let total = existing.totalBytes, PartialFile.length(at: context.fileURL(destination)) == total,
                FileManager.default.fileExists(atPath: context.fileURL(destination).path) {
@@ -107,9 +115,13 @@ public actor Downloader {
                 unlink(context.fileURL(existing.partialPath).path)
             }
         }
+        let owner = context.owner
         let record = try await context.database.write { [request] db -> DownloadRecord in
             var r: DownloadRecord
             if var existing = try DownloadRecord.fetchOne(db, key: id) {
+                if owner.isBlocked(by: existing) { throw Self.leasedError(existing) }
+                existing.leaseOwner = nil
+                existing.leaseExpiresAt = nil
                 let fresh = existing.state == .completed || existing.localFinalPath != destination || existing.expectedSHA256 != (sha ?? existing.expectedSHA256)
                 existing.remoteUrl = Redactor.redact(url: request.url)
                 existing.localFinalPath = destination
@@ -151,6 +163,7 @@ public actor Downloader {
             throw CourierError(.notFound, "no download with id \(id)")
         }
         if running[id] != nil { return }
+        if context.owner.isBlocked(by: record) { throw Self.leasedError(record) }
         if record.state == .completed {
             let final = context.fileURL(record.localFinalPath)
             if let total = record.totalBytes, PartialFile.length(at: final) == total { return }
@@ -159,9 +172,11 @@ public actor Downloader {
             }
         }
         let partialLength = PartialFile.length(at: context.fileURL(record.partialPath))
-        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], { r in
+        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: context.owner, { r in
             r.state = .queued
             r.bytesReceived = partialLength
+            r.leaseOwner = nil
+            r.leaseExpiresAt = nil
             r.attemptCount = 0
             r.lastErrorCode = nil
             r.lastErrorMessage = nil
@@ -230,6 +245,8 @@ public actor Downloader {
             case let .completed(record): return record
             case let .failed(_, error): throw error
             case .cancelled: throw CourierError(.cancelled, "download \(id) was cancelled")
+            case let .stateChanged(_, _, error?) where error.code == .leased:
+                throw error
             case let .stateChanged(_, .paused, error):
                 throw error.map { CourierError(.paused, "download \(id) paused: \($0.description)") } ?? CourierError(.paused, "download \(id) was paused")
             default: continue
@@ -322,6 +339,10 @@ public actor Downloader {
         let intent = intents.removeValue(forKey: id)
         let hub = context.hub
         let db = context.database
+        defer { pump() }
+        // However the run ended, a lease still held by this downloader is released first, so
+        // a waiter that exits on the final event leaves no lease behind.
+        if outcome.releasesLease { try? await db.releaseLease(id: id, owner: context.owner) }
         switch outcome {
         case let .completed(record):
             hub.publish(.stateChanged(id: id, state: .completed, error: nil))
@@ -342,12 +363,20 @@ public actor Downloader {
                 _ = try? await db.delete(id: id)
                 hub.publish(.cancelled(id: id))
             case .pause:
-                _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued]) { r in r.state = .paused; r.bytesReceived = length }
+                _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { r in
+                    r.state = .paused; r.bytesReceived = length; r.leaseOwner = nil; r.leaseExpiresAt = nil
+                }
                 hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: record?.totalBytes)))
                 hub.publish(.stateChanged(id: id, state: .paused, error: nil))
             case .shutdown, nil:
-                _ = try? await db.update(id: id, ifStateIn: [.downloading]) { r in r.state = .queued; r.bytesReceived = length }
+                _ = try? await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { r in
+                    r.state = .queued; r.bytesReceived = length; r.leaseOwner = nil; r.leaseExpiresAt = nil
+                }
             }
+        case .leasedElsewhere:
+            let record = try? await db.record(id: id)
+            hub.publish(.stateChanged(id: id, state: record?.state ?? .downloading,
+                                      error: record.map(Self.leasedError) ?? CourierError(.leased, "download \(id) is running elsewhere")))
         case .stoppedExternally:
             if let record = try? await db.record(id: id) {
                 hub.publish(.stateChanged(id: id, state: record.state, error: record.lastError))
@@ -356,7 +385,10 @@ public actor Downloader {
                 hub.publish(.cancelled(id: id))
             }
         }
-        pump()
+    }
+
+    static func leasedError(_ record: DownloadRecord) -> CourierError {
+        CourierError(.leased, "download \(record.id) is running in another process (\(record.leaseOwner ?? "unknown")); it is left to that one")
     }
 
     private func checkOpen() throws {

@@ -27,6 +27,13 @@ public struct DownloaderConfiguration: Sendable {
     /// Restarts from zero in a row (200 to a range, changed validator, …) before failing.
     public var maxRestarts: Int = 5
 
+    /// How long a running download's lease lasts without renewal (default 15 s); it is
+    /// renewed every third of that. Another process takes a lease over once it expires.
+    public var leaseDuration: Duration = .seconds(15)
+    /// Fault injection for chaos tests only: a pause between the rename of the finished
+    /// file and the record's update to completed, so a kill can land in that window.
+    public var pauseAfterRename: Duration? = nil
+
     /// Makes a configuration for a root directory.
     public init(rootDirectory: URL) {
         self.rootDirectory = rootDirectory.standardizedFileURL

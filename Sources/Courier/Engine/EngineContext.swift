@@ -10,6 +10,14 @@ struct EngineContext: Sendable {
     let authorizer: (any RequestAuthorizing)?
     let logger: Logger
     let hub: EventHub
+    /// This downloader's lease owner id.
+    let owner: LeaseOwner
+
+    /// The lease's expiry if renewed now.
+    func leaseExpiry() -> Date {
+        let d = configuration.leaseDuration.components
+        return Date().addingTimeInterval(Double(d.seconds) + Double(d.attoseconds) / 1e18)
+    }
 
     /// The absolute URL of a path relative to the root directory.
     func fileURL(_ relative: String) -> URL {
@@ -27,7 +35,17 @@ enum RunOutcome: Sendable {
     case interrupted
     /// Another process paused, cancelled or deleted the record.
     case stoppedExternally
+    /// Another process (or downloader) holds the record's lease and runs it.
+    case leasedElsewhere
 }
+
+extension RunOutcome {
+    /// Whether the run may still hold the record's lease (every outcome but a lease refused).
+    var releasesLease: Bool { if case .leasedElsewhere = self { return false } else { return true } }
+}
+
+/// Thrown inside a run when another owner holds the record's lease.
+struct LeasedElsewhere: Error {}
 
 /// Thrown inside a run when the record left the `downloading` state under it.
 struct ExternalStop: Error {}

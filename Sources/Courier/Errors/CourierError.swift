@@ -109,4 +109,6 @@ extension CourierError.Code {
     public static let paused = Self(rawValue: "E_PAUSED")
     /// The download was cancelled and discarded.
     public static let cancelled = Self(rawValue: "E_CANCELLED")
+    /// Another process (or downloader) holds the download's lease and is running it.
+    public static let leased = Self(rawValue: "E_LEASED")
 }

@@ -68,6 +68,13 @@ public struct CourierDatabase: Sendable {
             }
             try db.create(index: "courierDownload_schedule", on: DownloadRecord.databaseTableName, columns: ["state", "priority", "createdAt"])
         }
+        // v2: the lease that keeps two processes from running one download at once.
+        migrator.registerMigration("courier.v2.lease") { db in
+            try db.alter(table: DownloadRecord.databaseTableName) { t in
+                t.add(column: "leaseOwner", .text)
+                t.add(column: "leaseExpiresAt", .datetime)
+            }
+        }
         return migrator
     }
 }
@@ -119,12 +126,25 @@ extension CourierDatabase {
         try await write { db in try DownloadRecord.deleteOne(db, key: id) }
     }
 
+    /// Clears the record's lease if `owner` still holds it.
+    public func releaseLease(id: String, owner: LeaseOwner) async throws {
+        try await write { db in
+            try db.execute(sql: "UPDATE \(DownloadRecord.databaseTableName) SET leaseOwner = NULL, leaseExpiresAt = NULL WHERE id = ? AND leaseOwner = ?",
+                           arguments: [id, owner.id])
+        }
+    }
+
     /// Applies a change to a record only while it is still in one of `expected` states, so
     /// a pause or cancel made by another process is never overwritten. Returns the updated
     /// record, or `nil` when the record is gone or in another state.
-    public func update(id: String, ifStateIn expected: Set<DownloadState>, _ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
+    ///
+    /// With `lease`, the change is also refused (`nil`) while another owner's lease on the
+    /// record is in force (see ``LeaseOwner``).
+    public func update(id: String, ifStateIn expected: Set<DownloadState>, lease: LeaseOwner? = nil,
+                       _ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
         try await write { db in
             guard var record = try DownloadRecord.fetchOne(db, key: id), expected.contains(record.state) else { return nil }
+            if let lease, lease.isBlocked(by: record) { return nil }
             change(&record)
             record.updatedAt = Date()
             try record.update(db)

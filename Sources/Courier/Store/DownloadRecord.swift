@@ -50,6 +50,10 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     public var createdAt: Date
     /// When the record last changed.
     public var updatedAt: Date
+    /// The process (``LeaseOwner``) running this download, while one does.
+    public var leaseOwner: String?
+    /// When the lease ends unless its owner renews it.
+    public var leaseExpiresAt: Date?
 
     /// Makes a fresh, queued record.
     public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,
@@ -73,6 +77,8 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
         self.lastErrorMessage = nil
         self.createdAt = now
         self.updatedAt = now
+        self.leaseOwner = nil
+        self.leaseExpiresAt = nil
     }
 
     /// The last error, rebuilt from its stored code and message.

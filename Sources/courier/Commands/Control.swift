@@ -49,15 +49,27 @@ struct Resume: AsyncParsableCommand {
                 try await downloader.resume(id: id)
                 ids = [id]
             } else {
-                let failed = try await database.allRecords().filter { $0.state == .failed }.map(\.id)
-                for id in failed { try await downloader.resume(id: id) }
+                // Records another process runs (a live lease) are left to it.
+                var failed: [String] = []
+                for id in try await database.allRecords().filter({ $0.state == .failed }).map(\.id) {
+                    do {
+                        try await downloader.resume(id: id)
+                        failed.append(id)
+                    } catch let e as CourierError where e.code == .leased || e.code == .invalidState {
+                        continue
+                    }
+                }
                 ids = failed + (try await downloader.resumePendingDownloads(includePaused: true))
+                let elsewhere = try await database.allRecords().filter { !ids.contains($0.id) && downloader.leaseOwner.isBlocked(by: $0) }
+                if !elsewhere.isEmpty, !quiet {
+                    Terminal.error("\(elsewhere.count) download(s) running in another process, left to it: \(elsewhere.map(\.id).joined(separator: " "))")
+                }
             }
             if ids.isEmpty {
                 await downloader.shutdown()
                 return Terminal.out("Nothing to resume.")
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids)
+            let code = await Foreground(downloader: downloader, quiet: quiet, leftToOthersIsFine: all).watch(ids)
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
             throw failure(error)

@@ -19,9 +19,13 @@ struct RecordView: Codable {
     var mediaType: String?
     var createdAt: String
     var updatedAt: String
+    /// The process running it (its lease owner), while the lease is in force.
+    var runningIn: String?
 
-    init(_ r: DownloadRecord) {
-        let iso = ISO8601DateFormatter()
+    private static let iso = Date.ISO8601FormatStyle()
+
+    init(_ r: DownloadRecord, now: Date = Date()) {
+        let iso = Self.iso
         id = r.id
         state = r.state.rawValue
         url = Redactor.redact(url: r.remoteUrl)
@@ -35,8 +39,9 @@ struct RecordView: Codable {
         errorMessage = r.lastErrorMessage
         mediaId = r.mediaId
         mediaType = r.mediaType
-        createdAt = iso.string(from: r.createdAt)
-        updatedAt = iso.string(from: r.updatedAt)
+        createdAt = iso.format(r.createdAt)
+        updatedAt = iso.format(r.updatedAt)
+        if let owner = r.leaseOwner, let expiry = r.leaseExpiresAt, expiry > now { runningIn = owner }
     }
 
     var progressText: String {
@@ -61,7 +66,8 @@ struct List: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let records = try await store.open().allRecords().map(RecordView.init)
+            let now = Date()
+            let records = try await store.open().allRecords().map { RecordView($0, now: now) }
             if json { return try printJSON(records) }
             if records.isEmpty { return Terminal.out("No downloads.") }
             let idWidth = min(40, max(2, records.map(\.id.count).max() ?? 2))

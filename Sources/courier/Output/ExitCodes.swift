@@ -10,6 +10,7 @@ enum ExitCodes {
     static let integrity: Int32 = 4
     static let storage: Int32 = 5
     static let notFound: Int32 = 6
+    static let leased: Int32 = 7
     static let usage: Int32 = 64
     static let interrupted: Int32 = 130
 
@@ -20,6 +21,7 @@ enum ExitCodes {
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
+          7    the download is running in another process (E_LEASED)
          64    usage error (bad flags, invalid URL, path or id)
         130    interrupted: the download is paused and resumes on the next run
         """
@@ -36,6 +38,8 @@ enum ExitCodes {
             return storage
         case .notFound:
             return notFound
+        case .leased:
+            return leased
         case .invalidURL, .unsupportedScheme, .invalidPath, .invalidArgument:
             return usage
         case .paused, .cancelled:

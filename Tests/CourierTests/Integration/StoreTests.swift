@@ -52,6 +52,46 @@ import Testing
         }
     }
 
+    /// Every released schema migrates forward: a database written by schema v1 (the fixture
+    /// is a dump of one a v1 `courier` made) opens, keeps its records, and gains the lease.
+    @Test func schemaV1DatabaseMigratesForward() async throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/schema-v1.sql")
+        let sql = try String(contentsOf: fixture, encoding: .utf8)
+        try await withFixture { fx in
+            let old = try DatabaseQueue(path: fx.dbPath)
+            try await old.writeWithoutTransaction { db in try db.execute(sql: sql) }
+            try old.close()
+            // The v1 partial of the paused download, as it was left on disk.
+            let kept = try fx.serve("big.bin", size: 3_000_000).prefix(1_450_000)
+            try FileManager.default.createDirectory(at: fx.root.appendingPathComponent("out"), withIntermediateDirectories: true)
+            try kept.write(to: fx.root.appendingPathComponent("out/big.bin.partial"))
+
+            let db = try fx.database()
+            let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease"])
+            let records = try await db.allRecords()
+            #expect(records.map(\.id) == ["get-7c471a7af579db6d", "big_1", "gone"])
+            let big = try #require(records.first { $0.id == "big_1" })
+            #expect(big.state == .paused && big.bytesReceived == 1_450_000 && big.totalBytes == 3_000_000)
+            #expect(big.etag == "\"2dc6c0-1a2066b6418\"" && big.leaseOwner == nil && big.leaseExpiresAt == nil)
+            let gone = try #require(records.first { $0.id == "gone" })
+            #expect(gone.state == .failed && gone.lastError?.code == .httpClientError && gone.remoteUrl.contains("api_key=REDACTED"))
+            #expect(records.first?.state == .completed)
+
+            // The migrated record downloads on: the v1 ETag no longer matches this origin's
+            // file, so the kept bytes are not trusted and it restarts, ending whole.
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "big_1", url: fx.url("big.bin"), destination: "out/big.bin"))
+            let done = try await d.waitForCompletion(id: "big_1")
+            await d.shutdown()
+            #expect(done.state == .completed && done.leaseOwner == nil)
+            #expect(fx.finalData("out/big.bin") == (try Data(contentsOf: fx.served.appendingPathComponent("big.bin"))))
+            // Opening again applies nothing twice.
+            _ = try fx.database()
+        }
+    }
+
     @Test func aDownloaderDroppedWithoutShutdownDoesNotCrash() async throws {
         try await withFixture { fx in
             try fx.serve("f.bin", size: 1000)

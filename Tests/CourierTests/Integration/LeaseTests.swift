@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Courier
+import CourierOrigin
+
+/// Two downloaders on one database file (as two processes would be, each with its own
+/// connection pool and owner id) never run the same record at once.
+@Suite struct LeaseTests {
+    @Test func aSecondDownloaderLeavesLeasedRecordsAlone() async throws {
+        try await withFixture { fx in
+            var sizes: [String: Int] = [:]
+            for i in 0..<3 {
+                try fx.serve("f\(i).bin", size: 600_000, seed: UInt64(i + 1))
+                sizes["/f\(i).bin"] = 600_000
+                fx.origin.setFault(fault { $0.bytesPerSecond = 400_000 }, for: "/f\(i).bin")
+            }
+            let first = try fx.downloader { $0.leaseDuration = .milliseconds(900) }
+            let second = try fx.downloader { $0.leaseDuration = .milliseconds(900) }
+            #expect(first.leaseOwner != second.leaseOwner)
+            for i in 0..<3 { try await first.enqueue(DownloadRequest(id: "f\(i)", url: fx.url("f\(i).bin"), destination: "f\(i).bin")) }
+            #expect(try await eventually { try await fx.database().allRecords().allSatisfy { $0.leaseOwner == first.leaseOwner.id } })
+
+            // Every way the second one could start them is refused while the lease holds,
+            // and keeps being refused after the first lease period (heartbeats renew it).
+            #expect(try await second.resumePendingDownloads(includePaused: true).isEmpty)
+            try await Task.sleep(for: .milliseconds(1200))
+            #expect(try await second.resumePendingDownloads(includePaused: true).isEmpty)
+            await #expect { try await second.resume(id: "f0") } throws: { ($0 as? CourierError)?.code == .leased }
+            await #expect { try await second.enqueue(DownloadRequest(id: "f1", url: fx.url("f1.bin"), destination: "f1.bin")) } throws: {
+                ($0 as? CourierError)?.code == .leased
+            }
+            let listed = try await fx.database().allRecords()
+            #expect(listed.allSatisfy { $0.state == .downloading && $0.leaseOwner == first.leaseOwner.id })
+
+            // The first stops (as at a relaunch): leases released, the second takes over and
+            // resumes from the kept bytes.
+            await first.shutdown()
+            #expect(try await fx.database().allRecords().allSatisfy { $0.leaseOwner == nil && $0.state == .queued })
+            let picked = try await second.resumePendingDownloads()
+            #expect(Set(picked) == ["f0", "f1", "f2"])
+            for id in picked { try await second.waitForCompletion(id: id) }
+            await second.shutdown()
+            // No byte was fetched twice: the second downloader only asked for what was missing.
+            for (path, size) in sizes {
+                let served = fx.origin.requests.filter { $0.path == path && $0.method == "GET" }.map(\.bodyBytesSent).reduce(0, +)
+                #expect(served == Int64(size), "\(path): \(served) bytes served")
+            }
+            #expect(try await fx.database().allRecords().allSatisfy { $0.leaseOwner == nil && $0.state == .completed })
+        }
+    }
+
+    @Test func staleLeasesAreTakenOver() async throws {
+        try await withFixture { fx in
+            for name in ["expired", "dead", "live"] { try fx.serve("\(name).bin", size: 50_000) }
+            let db = try fx.database()
+            let host = LeaseOwner.hostName()
+            // A pid that certainly existed and is gone: a child that has exited.
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: "/bin/true")
+            try child.run()
+            child.waitUntilExit()
+            let deadPid = child.processIdentifier
+            let leases: [(String, String, TimeInterval)] = [
+                ("expired", "otherhost:1:aaaa", -5),             // expired: taken over
+                ("dead", "\(host):\(deadPid):bbbb", 600),        // owner gone on this host: taken over at once
+                ("live", "otherhost:1:cccc", 600),               // another host, in force: left alone
+            ]
+            for (name, owner, offset) in leases {
+                var r = DownloadRecord(id: name, remoteUrl: fx.url("\(name).bin"), localFinalPath: "\(name).bin", partialPath: "\(name).bin.partial")
+                r.state = .downloading
+                r.leaseOwner = owner
+                r.leaseExpiresAt = Date().addingTimeInterval(offset)
+                try await db.save(r)
+            }
+            let d = try fx.downloader()
+            let picked = try await d.resumePendingDownloads()
+            #expect(Set(picked) == ["expired", "dead"])
+            for id in picked { try await d.waitForCompletion(id: id) }
+            await #expect { try await d.resume(id: "live") } throws: { ($0 as? CourierError)?.code == .leased }
+            await d.shutdown()
+            #expect(fx.exists("expired.bin") && fx.exists("dead.bin") && !fx.exists("live.bin"))
+            #expect(try await db.record(id: "live")?.leaseOwner == "otherhost:1:cccc")
+        }
+    }
+
+    @Test func theHeartbeatRenewsALeaseWhileStalledAndALostLeaseStopsTheRun() async throws {
+        try await withFixture { fx in
+            try fx.serve("s.bin", size: 400_000)
+            fx.origin.setFault(fault { $0.stallAfterBytes = 100_000; $0.stallSeconds = 30 }, for: "/s.bin")
+            let d = try fx.downloader { $0.leaseDuration = .milliseconds(600); $0.idleTimeout = .seconds(30) }
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            let db = try fx.database()
+            #expect(try await eventually { fx.origin.requests.contains { $0.path == "/s.bin" && $0.bodyBytesSent >= 100_000 } })
+            let before = try #require(try await db.record(id: "s")?.leaseExpiresAt)
+            // No byte flows, yet the lease moves forward.
+            #expect(try await eventually(timeout: .seconds(5)) { (try await db.record(id: "s")?.leaseExpiresAt ?? .distantPast) > before.addingTimeInterval(0.1) })
+
+            // Someone else takes the lease over (its owner judged this one dead): the run stops
+            // at its next heartbeat and writes nothing more.
+            try await db.writer.write { db in
+                try db.execute(sql: "UPDATE courierDownload SET leaseOwner = 'otherhost:9:dddd', leaseExpiresAt = ? WHERE id = 's'",
+                               arguments: [Date().addingTimeInterval(600)])
+            }
+            #expect(try await eventually(timeout: .seconds(5)) { await d.runningIDs.isEmpty })
+            let after = try #require(try await db.record(id: "s"))
+            #expect(after.leaseOwner == "otherhost:9:dddd")
+            #expect(after.state == .downloading)
+            await d.shutdown()
+        }
+    }
+}
+
+private func fault(_ change: (inout Fault) -> Void) -> Fault {
+    var f = Fault()
+    change(&f)
+    return f
+}
