@@ -234,6 +234,7 @@ public final class CourierOrigin: Sendable {
         if let etag { headers.append(("ETag", etag)) }
         if let lastModified { headers.append(("Last-Modified", lastModified)) }
         headers.append(("Content-Type", "application/octet-stream"))
+        if let encoding = f.contentEncoding { headers.append(("Content-Encoding", encoding)) }
         if let name = f.contentDisposition {
             headers.append(("Content-Disposition", "attachment; filename=\"\(name.replacingOccurrences(of: "\"", with: "\\\""))\""))
         }

@@ -43,6 +43,9 @@ public struct Fault: Sendable, Equatable, Codable {
     public var redirectStatus = 302
     /// Send `Content-Disposition: attachment; filename="…"` with this name (query: `disposition`).
     public var contentDisposition: String?
+    /// Send the file's bytes as they are, labelled with this `Content-Encoding` (the file
+    /// is already encoded: a precompressed `.gz`, or a decompression bomb) (query: `encoding`).
+    public var contentEncoding: String?
     /// Only apply the fault to this many requests to the path, then behave (0 = always)
     /// (query: `times`). ``bytesPerSecond`` is not a misbehaviour and always applies.
     public var times = 0
@@ -74,6 +77,7 @@ public struct Fault: Sendable, Equatable, Codable {
         redirectStatus = int("redirectstatus").map { Int($0) } ?? 302
         times = int("times").map { Int($0) } ?? 0
         contentDisposition = query["disposition"]
+        contentEncoding = query["encoding"]
     }
 
     /// Whether any field is set.

@@ -61,6 +61,11 @@ struct EngineOptions: ParsableArguments {
         c.idleTimeout = .seconds(max(1, idleTimeout))
         c.maxConcurrentDownloads = max(1, parallel)
         c.maxFileSize = maxSize.map { max(0, $0) }
+        // Fault injection for scripts/chaos only: hold the window between the rename of the
+        // finished file and the record's update open, so a SIGKILL can land in it.
+        if let ms = ProcessInfo.processInfo.environment["COURIER_CHAOS_PAUSE_AFTER_RENAME_MS"].flatMap(Int.init), ms > 0 {
+            c.pauseAfterRename = .milliseconds(ms)
+        }
         return c
     }
 }

@@ -62,6 +62,35 @@ import CourierOrigin
         }
     }
 
+    /// A server that compresses although asked not to, with a body that decodes to a
+    /// thousand times its size (a decompression bomb): decoding stops at the ratio limit
+    /// (100), the download fails with E_BODY_TOO_LONG and no final file appears.
+    @Test func decompressionBombIsCutAndFailed() async throws {
+        try await withFixture { fx in
+            // 64 MiB of zeros, gzipped by the system's gzip to about 64 KiB, served as is.
+            let zeros = fx.base.appendingPathComponent("zeros")
+            try Data(count: 64 << 20).write(to: zeros)
+            let gzip = Process()
+            gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+            gzip.arguments = ["-c", "gzip -9 -c '\(zeros.path)' > '\(fx.served.appendingPathComponent("bomb.bin").path)'"]
+            try gzip.run()
+            gzip.waitUntilExit()
+            #expect(gzip.terminationStatus == 0)
+            var gz = Fault(); gz.contentEncoding = "gzip"
+            fx.origin.setFault(gz, for: "/bomb.bin")
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "bomb", url: fx.url("bomb.bin"), destination: "bomb.bin"))
+            await #expect { try await d.waitForCompletion(id: "bomb") } throws: { ($0 as? CourierError)?.code == .bodyTooLong }
+            await d.shutdown()
+            let sent = fx.origin.requests.filter { $0.path == "/bomb.bin" }.map(\.bodyBytesSent).reduce(0, +)
+            #expect(sent < 1 << 20, "compressed bytes sent: \(sent)")
+            #expect(!fx.exists("bomb.bin"))
+            // What was decoded before the cut stays bounded by the ratio.
+            #expect(fx.partialLength("bomb.bin") <= 100 * max(sent, 1))
+            #expect(try await d.record(id: "bomb")?.state == .failed)
+        }
+    }
+
     @Test func checksumMismatchFailsDeletesPartialAndNeverCreatesTheFile() async throws {
         try await withFixture { fx in
             try fx.serve("f.bin", size: 1 << 20)
