@@ -14,9 +14,13 @@ public struct DownloadRequest: Sendable, Equatable {
     public var sha256: String?
     /// Higher runs first.
     public var priority: Int
+    /// Connections to fetch it over (1 to 16): more than 1 splits a large, range-capable
+    /// file into byte ranges fetched in parallel (aria2's `-x`/`-s`); it falls back to one
+    /// by itself. `nil`: ``DownloaderConfiguration/connectionsPerDownload``.
+    public var connections: Int?
 
     /// Makes a request.
-    public init(id: String, url: String, destination: String, mediaId: String? = nil, mediaType: String? = nil, sha256: String? = nil, priority: Int = 0) {
+    public init(id: String, url: String, destination: String, mediaId: String? = nil, mediaType: String? = nil, sha256: String? = nil, priority: Int = 0, connections: Int? = nil) {
         self.id = id
         self.url = url
         self.destination = destination
@@ -24,5 +28,6 @@ public struct DownloadRequest: Sendable, Equatable {
         self.mediaType = mediaType
         self.sha256 = sha256
         self.priority = priority
+        self.connections = connections.map { max(1, min($0, 16)) }
     }
 }

@@ -22,8 +22,8 @@ struct DownloadRun: Sendable {
         case fail(CourierError)
     }
 
-    private var config: DownloaderConfiguration { context.configuration }
-    private var db: CourierDatabase { context.database }
+    var config: DownloaderConfiguration { context.configuration }
+    var db: CourierDatabase { context.database }
 
     func run() async -> RunOutcome {
         do {
@@ -122,8 +122,14 @@ struct DownloadRun: Sendable {
             let attemptURL = url
             let outcome: AttemptOutcome
             do {
-                outcome = try await withIdleWatchdog(timeout: config.idleTimeout) { activity in
-                    try await attempt(url: attemptURL, plan: plan, record: snapshot, activity: activity)
+                if record.connections > 1, try await !db.segments(id: id).isEmpty {
+                    // A segmented download resumes every range from its persisted progress.
+                    outcome = try await resumeSegmented(record: snapshot, url: attemptURL)
+                        ?? .restart("the saved ranges no longer describe the partial file")
+                } else {
+                    outcome = try await withIdleWatchdog(timeout: config.idleTimeout) { activity in
+                        try await attempt(url: attemptURL, plan: plan, record: snapshot, activity: activity)
+                    }
                 }
             } catch let error as CourierError where Self.isRetriable(error) {
                 outcome = .retry(error, after: nil)
@@ -142,6 +148,7 @@ struct DownloadRun: Sendable {
                 if restarts > config.maxRestarts {
                     throw CourierError(.protocolViolation, "gave up after \(restarts - 1) restarts: \(reason)")
                 }
+                try await db.deleteSegments(id: id)
                 try discardPartial(partialURL)
                 record = try await persist { r in
                     r.bytesReceived = 0; r.etag = nil; r.lastModified = nil; r.totalBytes = nil; r.resumable = true
@@ -185,6 +192,9 @@ struct DownloadRun: Sendable {
         var redirects = 0
         while true {
             var headers = plan.requestHeaders
+            // A download wanting several connections asks for a range from the start: a 206
+            // shows the server serves ranges, and the reply becomes the first range's.
+            if record.connections > 1, plan.offset == 0 { headers.append(("Range", "bytes=0-")) }
             if let authorizer = context.authorizer, current.origin == url.origin {
                 headers += try await authorizer.headers(for: record, url: current)
             }
@@ -199,6 +209,9 @@ struct DownloadRun: Sendable {
                 }
                 current = try URLPolicy.redirectTarget(location: location, from: current)
             case let .write(bodyPlan):
+                if canSegment(record: record, status: response.status, plan: bodyPlan) {
+                    return try await startSegmented(firstBody: response.body, url: current, plan: bodyPlan, record: record, activity: activity)
+                }
                 return try await writeBody(response.body, plan: bodyPlan, record: record, activity: activity)
             case let .alreadyComplete(total):
                 await response.body.drain()
@@ -325,7 +338,7 @@ struct DownloadRun: Sendable {
 
     // MARK: Finishing
 
-    private func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
+    func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
         if let total = record.totalBytes, total != length {
@@ -352,7 +365,7 @@ struct DownloadRun: Sendable {
         return .finished(done)
     }
 
-    private func markCompleted(length: Int64) async throws -> DownloadRecord? {
+    func markCompleted(length: Int64) async throws -> DownloadRecord? {
         try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { r in
             r.state = .completed
             r.leaseOwner = nil
@@ -369,13 +382,16 @@ struct DownloadRun: Sendable {
     /// Records a failure; the partial stays (integrity failures discard it in `finish`).
     private func fail(with error: CourierError) async -> RunOutcome {
         let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
+        var keptBytes: Int64? = nil
+        if let partialURL { keptBytes = (try? await db.keptBytes(id: id, partial: partialURL)) ?? PartialFile.length(at: partialURL) }
+        let kept = keptBytes
         _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { r in
             r.state = .failed
             r.leaseOwner = nil
             r.leaseExpiresAt = nil
             r.lastErrorCode = error.code.rawValue
             r.lastErrorMessage = error.message
-            if let partialURL { r.bytesReceived = PartialFile.length(at: partialURL) }
+            if let kept { r.bytesReceived = kept }
         }
         context.logger.warning("download failed: \(error)", metadata: ["id": "\(id)"])
         return .failed(error)
@@ -383,13 +399,16 @@ struct DownloadRun: Sendable {
 
     private func pause(with error: CourierError) async -> RunOutcome {
         let partialURL = (try? await db.record(id: id)).flatMap { $0 }.map { context.fileURL($0.partialPath) }
+        var keptBytes: Int64? = nil
+        if let partialURL { keptBytes = (try? await db.keptBytes(id: id, partial: partialURL)) ?? PartialFile.length(at: partialURL) }
+        let kept = keptBytes
         _ = try? await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { r in
             r.state = .paused
             r.leaseOwner = nil
             r.leaseExpiresAt = nil
             r.lastErrorCode = error.code.rawValue
             r.lastErrorMessage = error.message
-            if let partialURL { r.bytesReceived = PartialFile.length(at: partialURL) }
+            if let kept { r.bytesReceived = kept }
         }
         context.logger.warning("download paused: \(error)", metadata: ["id": "\(id)"])
         return .paused(error)
@@ -397,12 +416,12 @@ struct DownloadRun: Sendable {
 
     // MARK: Helpers
 
-    private func persist(_ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord {
+    func persist(_ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord {
         guard let r = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, change) else { throw ExternalStop() }
         return r
     }
 
-    private func discardPartial(_ url: URL) throws {
+    func discardPartial(_ url: URL) throws {
         if unlink(url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", url) }
     }
 

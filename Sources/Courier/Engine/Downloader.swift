@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 
 /// Courier's download engine: a scheduler over persisted records.
@@ -76,7 +77,7 @@ public actor Downloader {
         let records = try await context.database.pendingRecords(includePaused: includePaused)
         var ids: [String] = []
         for record in records where running[record.id] == nil {
-            let partialLength = PartialFile.length(at: context.fileURL(record.partialPath))
+            let partialLength = try await context.database.keptBytes(id: record.id, partial: context.fileURL(record.partialPath))
             // A record another live process runs keeps its lease: it is not picked up here.
             guard let updated = try await context.database.update(id: record.id, ifStateIn: [.queued, .downloading, .paused], lease: context.owner, { r in
                 r.state = .queued
@@ -94,65 +95,116 @@ public actor Downloader {
     /// Adds a download, or brings an existing one with the same id back to life: a paused,
     /// failed or interrupted one resumes; a completed one whose final file is gone or of the
     /// wrong size downloads again; a completed one whose file is in place is returned as is.
+    /// Throws ``CourierError/Code/leased`` when another process runs it.
     @discardableResult
     public func enqueue(_ request: DownloadRequest) async throws -> DownloadRecord {
-        try checkOpen()
-        let id = try SafePath.validateIdentifier(request.id)
-        _ = try URLPolicy.validate(request.url)
-        let destination = try SafePath.validateRelative(request.destination)
-        let sha = try request.sha256.map(Self.validateSHA256)
-        let partial = destination + ".partial"
-
-        if let existing = try await context.database.record(id: id) {
-            if running[id] != nil { return existing }
-            if context.owner.isBlocked(by: existing) { throw Self.leasedError(existing) }
-            if existing.state == .completed, existing.localFinalPath == destination, existing.expectedSHA256 == sha || sha == nil,
-               let total = existing.totalBytes, PartialFile.length(at: context.fileURL(destination)) == total,
-               FileManager.default.fileExists(atPath: context.fileURL(destination).path) {
-                return existing
-            }
-            if existing.partialPath != partial {
-                unlink(context.fileURL(existing.partialPath).path)
-            }
-        }
-        let owner = context.owner
-        let record = try await context.database.write { [request] db -> DownloadRecord in
-            var r: DownloadRecord
-            if var existing = try DownloadRecord.fetchOne(db, key: id) {
-                if owner.isBlocked(by: existing) { throw Self.leasedError(existing) }
-                existing.leaseOwner = nil
-                existing.leaseExpiresAt = nil
-                let fresh = existing.state == .completed || existing.localFinalPath != destination || existing.expectedSHA256 != (sha ?? existing.expectedSHA256)
-                existing.remoteUrl = Redactor.redact(url: request.url)
-                existing.localFinalPath = destination
-                existing.partialPath = partial
-                existing.mediaId = request.mediaId ?? existing.mediaId
-                existing.mediaType = request.mediaType ?? existing.mediaType
-                existing.expectedSHA256 = sha ?? existing.expectedSHA256
-                existing.priority = request.priority
-                existing.state = .queued
-                existing.attemptCount = 0
-                existing.lastErrorCode = nil
-                existing.lastErrorMessage = nil
-                if fresh {
-                    existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
-                }
-                existing.updatedAt = Date()
-                r = existing
-            } else {
-                r = DownloadRecord(id: id, remoteUrl: Redactor.redact(url: request.url), localFinalPath: destination, partialPath: partial,
-                                   mediaId: request.mediaId, mediaType: request.mediaType, expectedSHA256: sha, priority: request.priority)
-            }
-            try r.save(db)
-            return r
-        }
-        // No unlink of the partial here: the record's bytesReceived lags the file by up to a
-        // second, and ResumePlan already discards kept bytes that nothing ties to a version.
-        if Redactor.redact(url: request.url) != request.url { liveURLs[id] = request.url } else { liveURLs[id] = nil }
-        context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
-        adopt(record)
-        pump()
+        let (record, disposition) = try await enqueueAll([request])[0]
+        if disposition == .leasedElsewhere { throw Self.leasedError(record) }
         return record
+    }
+
+    /// What ``enqueue(batch:)`` did with one request.
+    public enum EnqueueDisposition: Sendable, Equatable {
+        /// Queued (new, or an existing record brought back).
+        case queued
+        /// Completed before, with its final file in place: nothing to do.
+        case alreadyComplete
+        /// Already running in this downloader.
+        case alreadyRunning
+        /// Another process holds its lease and runs it; left to that one.
+        case leasedElsewhere
+    }
+
+    /// Adds many downloads in one database transaction (a list of thousands costs one
+    /// commit, not thousands). Each request is validated first; an invalid one, or an id
+    /// given twice, throws before anything is written.
+    @discardableResult
+    public func enqueue(batch requests: [DownloadRequest]) async throws -> [(record: DownloadRecord, disposition: EnqueueDisposition)] {
+        try await enqueueAll(requests)
+    }
+
+    private struct Prepared: Sendable {
+        var request: DownloadRequest
+        var id: String
+        var destination: String
+        var partial: String
+        var sha: String?
+        var redactedURL: String
+        var connections: Int
+    }
+
+    private func enqueueAll(_ requests: [DownloadRequest]) async throws -> [(record: DownloadRecord, disposition: EnqueueDisposition)] {
+        try checkOpen()
+        var seen = Set<String>()
+        let prepared = try requests.map { request -> Prepared in
+            let id = try SafePath.validateIdentifier(request.id)
+            guard seen.insert(id).inserted else { throw CourierError(.invalidArgument, "the id \(id) is given twice") }
+            _ = try URLPolicy.validate(request.url)
+            let destination = try SafePath.validateRelative(request.destination)
+            return Prepared(request: request, id: id, destination: destination, partial: destination + ".partial",
+                            sha: try request.sha256.map(Self.validateSHA256), redactedURL: Redactor.redact(url: request.url),
+                            connections: max(1, min(request.connections ?? context.configuration.connectionsPerDownload, 16)))
+        }
+        let runningHere = Set(running.keys)
+        let owner = context.owner
+        let root = context.configuration.rootDirectory
+        let results = try await context.database.write { db -> [(record: DownloadRecord, disposition: EnqueueDisposition)] in
+            try prepared.map { p in try Self.upsert(p, in: db, runningHere: runningHere, owner: owner, root: root) }
+        }
+        for (p, result) in zip(prepared, results) where result.disposition == .queued {
+            // The full URL (with its secrets) stays in this process only.
+            liveURLs[p.id] = p.redactedURL != p.request.url ? p.request.url : nil
+            context.hub.publish(.stateChanged(id: p.id, state: .queued, error: nil))
+            adopt(result.record)
+        }
+        pump()
+        return results
+    }
+
+    /// One request's row, inside the batch's transaction.
+    private static func upsert(_ p: Prepared, in db: Database, runningHere: Set<String>, owner: LeaseOwner, root: URL) throws -> (record: DownloadRecord, disposition: EnqueueDisposition) {
+        guard var existing = try DownloadRecord.fetchOne(db, key: p.id) else {
+            var r = DownloadRecord(id: p.id, remoteUrl: p.redactedURL, localFinalPath: p.destination, partialPath: p.partial,
+                                   mediaId: p.request.mediaId, mediaType: p.request.mediaType, expectedSHA256: p.sha, priority: p.request.priority)
+            r.connections = p.connections
+            try r.insert(db)
+            return (r, .queued)
+        }
+        if runningHere.contains(p.id) { return (existing, .alreadyRunning) }
+        if owner.isBlocked(by: existing) { return (existing, .leasedElsewhere) }
+        let final = root.appendingPathComponent(p.destination)
+        if existing.state == .completed, existing.localFinalPath == p.destination, p.sha == nil || existing.expectedSHA256 == p.sha,
+           let total = existing.totalBytes, PartialFile.length(at: final) == total, FileManager.default.fileExists(atPath: final.path) {
+            return (existing, .alreadyComplete)
+        }
+        if existing.partialPath != p.partial {
+            unlink(root.appendingPathComponent(existing.partialPath).path)
+        }
+        // No unlink of the partial otherwise: the record's bytesReceived lags the file by up
+        // to a second, and ResumePlan already discards kept bytes nothing ties to a version.
+        let fresh = existing.state == .completed || existing.localFinalPath != p.destination || existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256)
+        existing.remoteUrl = p.redactedURL
+        existing.localFinalPath = p.destination
+        existing.partialPath = p.partial
+        existing.mediaId = p.request.mediaId ?? existing.mediaId
+        existing.mediaType = p.request.mediaType ?? existing.mediaType
+        existing.expectedSHA256 = p.sha ?? existing.expectedSHA256
+        existing.priority = p.request.priority
+        existing.connections = p.connections
+        existing.state = .queued
+        existing.attemptCount = 0
+        existing.lastErrorCode = nil
+        existing.lastErrorMessage = nil
+        existing.leaseOwner = nil
+        existing.leaseExpiresAt = nil
+        if fresh {
+            existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
+            try Segment.filter(Segment.Columns.downloadId == p.id).deleteAll(db)
+            unlink(root.appendingPathComponent(p.partial).path)
+        }
+        existing.updatedAt = Date()
+        try existing.update(db)
+        return (existing, .queued)
     }
 
     /// Resumes one download: paused, failed, queued or interrupted. A completed one whose
@@ -171,7 +223,7 @@ public actor Downloader {
                 r.state = .queued; r.bytesReceived = 0; r.etag = nil; r.lastModified = nil; r.totalBytes = nil
             }
         }
-        let partialLength = PartialFile.length(at: context.fileURL(record.partialPath))
+        let partialLength = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: context.owner, { r in
             r.state = .queued
             r.bytesReceived = partialLength
@@ -200,7 +252,7 @@ public actor Downloader {
             throw CourierError(.notFound, "no download with id \(id)")
         }
         guard !record.state.isTerminal else { return }
-        let length = PartialFile.length(at: context.fileURL(record.partialPath))
+        let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { r in
             r.state = .paused
             r.bytesReceived = length
@@ -299,7 +351,8 @@ public actor Downloader {
         return stream
     }
 
-    /// The events of every download, live, until ``shutdown()``.
+    /// The events of every download, live, until ``shutdown()``. The stream buffers without
+    /// bound (no final event is ever dropped), so keep consuming it.
     public nonisolated func events() -> AsyncStream<DownloadEvent> {
         context.hub.subscribeAll()
     }
@@ -355,7 +408,9 @@ public actor Downloader {
         case .interrupted:
             let record = try? await db.record(id: id)
             let partial = record.map { context.fileURL($0.partialPath) }
-            let length = partial.map { PartialFile.length(at: $0) } ?? 0
+            var kept: Int64 = 0
+            if let partial { kept = (try? await db.keptBytes(id: id, partial: partial)) ?? PartialFile.length(at: partial) }
+            let length = kept
             switch intent {
             case .cancel:
                 liveURLs[id] = nil

@@ -27,6 +27,14 @@ public struct DownloaderConfiguration: Sendable {
     /// Restarts from zero in a row (200 to a range, changed validator, …) before failing.
     public var maxRestarts: Int = 5
 
+    /// Connections per download when a request does not say (default 1); see
+    /// ``DownloadRequest/connections``.
+    public var connectionsPerDownload: Int = 1
+    /// The smallest byte range a segmented download splits off (default 4 MiB): a file
+    /// under twice this size is fetched over one connection.
+    public var minSegmentSize: Int64 = 4 << 20
+    /// The gathered write per segment of a segmented download (default 1 MiB).
+    public var segmentBufferSize: Int = 1 << 20
     /// How long a running download's lease lasts without renewal (default 15 s); it is
     /// renewed every third of that. Another process takes a lease over once it expires.
     public var leaseDuration: Duration = .seconds(15)

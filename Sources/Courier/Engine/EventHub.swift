@@ -55,7 +55,7 @@ final class EventHub: Sendable {
 
     /// A stream of every download's events (never seeded, never finished until ``finishAll()``).
     func subscribeAll() -> AsyncStream<DownloadEvent> {
-        let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .bufferingNewest(10_000))
+        let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .unbounded)
         let key = state.withLock { s in
             s.nextKey += 1
             s.subscribers[s.nextKey] = Subscriber(continuation: continuation, id: nil, seeded: true, held: [])

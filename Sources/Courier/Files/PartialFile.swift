@@ -47,6 +47,58 @@ public final class PartialFile {
         self.logicalLength = Int64(st.st_size)
     }
 
+    /// Opens an existing (preallocated) partial file to write one segment of it, from
+    /// `offset` on: nothing is truncated, and bytes land at their own offsets.
+    public init(segmentOf url: URL, writingAt offset: Int64, bufferSize: Int = 1 << 20) throws {
+        self.url = url
+        let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let err = errno
+            if err == ELOOP {
+                throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it")
+            }
+            throw Self.error(err, "open", url)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            _ = SystemLibc.close(fd)
+            throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
+        }
+        self.fd = fd
+        self.staging = .allocate(byteCount: max(bufferSize, 64 << 10), alignment: 4096)
+        self.writeOffset = offset
+        self.logicalLength = offset
+    }
+
+    /// Creates (or reuses) the partial file at `url` with exactly `length` bytes reserved on
+    /// disk, for a segmented download: a full disk is found now, not half way.
+    public static func preallocate(_ url: URL, length: Int64) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let err = errno
+            if err == ELOOP { throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it") }
+            throw error(err, "open", url)
+        }
+        defer { _ = SystemLibc.close(fd) }
+        guard ftruncate(fd, off_t(length)) == 0 else { throw error(errno, "size", url) }
+        #if canImport(Glibc)
+        let result = posix_fallocate(fd, 0, off_t(length))
+        if result != 0, result != EOPNOTSUPP, result != EINVAL { throw error(result, "reserve space for", url) }
+        #endif
+    }
+
+    /// Bytes that reached the file (through ``flush()``): the offset the next flush writes at.
+    public var flushedLength: Int64 { writeOffset }
+
+    /// Forces a file's bytes to stable storage.
+    public static func sync(_ url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw error(errno, "open", url) }
+        defer { _ = SystemLibc.close(fd) }
+        guard fsync(fd) == 0 else { throw error(errno, "fsync", url) }
+    }
+
     deinit {
         staging.deallocate()
         if fd >= 0 { _ = SystemLibc.close(fd) }

@@ -75,6 +75,21 @@ public struct CourierDatabase: Sendable {
                 t.add(column: "leaseExpiresAt", .datetime)
             }
         }
+        // v3: segmented downloads: the connections wanted, and one row per byte range.
+        migrator.registerMigration("courier.v3.segments") { db in
+            try db.alter(table: DownloadRecord.databaseTableName) { t in
+                t.add(column: "connections", .integer).notNull().defaults(to: 1)
+            }
+            try db.create(table: Segment.databaseTableName) { t in
+                t.column("downloadId", .text).notNull()
+                    .references(DownloadRecord.databaseTableName, column: "id", onDelete: .cascade)
+                t.column("index", .integer).notNull()
+                t.column("start", .integer).notNull()
+                t.column("end", .integer).notNull()
+                t.column("received", .integer).notNull().defaults(to: 0)
+                t.primaryKey(["downloadId", "index"])
+            }
+        }
         return migrator
     }
 }
@@ -124,6 +139,39 @@ extension CourierDatabase {
     @discardableResult
     public func delete(id: String) async throws -> Bool {
         try await write { db in try DownloadRecord.deleteOne(db, key: id) }
+    }
+
+    /// The segments of a download, by start offset (empty for a single-connection one).
+    public func segments(id: String) async throws -> [Segment] {
+        try await read { db in try Segment.filter(Segment.Columns.downloadId == id).order(Column("start")).fetchAll(db) }
+    }
+
+    /// The bytes a download holds: the sum of its segments' received bytes when it is
+    /// segmented (its partial file is preallocated, so its length says nothing), else the
+    /// partial file's length.
+    public func keptBytes(id: String, partial: URL) async throws -> Int64 {
+        let segments = try await segments(id: id)
+        return segments.isEmpty ? PartialFile.length(at: partial) : segments.reduce(0) { $0 + $1.received }
+    }
+
+    /// Replaces a download's segments with `segments` and applies `change` to its record,
+    /// in one transaction, while it is `downloading` under `lease`; `nil` otherwise.
+    public func replaceSegments(id: String, with segments: [Segment], lease: LeaseOwner,
+                                _ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
+        try await write { db in
+            guard var record = try DownloadRecord.fetchOne(db, key: id), record.state == .downloading, !lease.isBlocked(by: record) else { return nil }
+            change(&record)
+            record.updatedAt = Date()
+            try record.update(db)
+            try Segment.filter(Segment.Columns.downloadId == id).deleteAll(db)
+            for segment in segments { try segment.insert(db) }
+            return record
+        }
+    }
+
+    /// Deletes a download's segments.
+    public func deleteSegments(id: String) async throws {
+        _ = try await write { db in try Segment.filter(Segment.Columns.downloadId == id).deleteAll(db) }
     }
 
     /// Clears the record's lease if `owner` still holds it.

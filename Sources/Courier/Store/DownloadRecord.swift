@@ -54,6 +54,9 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     public var leaseOwner: String?
     /// When the lease ends unless its owner renews it.
     public var leaseExpiresAt: Date?
+    /// Connections to fetch it over (segmented download when more than 1 and the server
+    /// allows ranges; see ``Segment``).
+    public var connections: Int
 
     /// Makes a fresh, queued record.
     public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,
@@ -79,6 +82,7 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
         self.updatedAt = now
         self.leaseOwner = nil
         self.leaseExpiresAt = nil
+        self.connections = 1
     }
 
     /// The last error, rebuilt from its stored code and message.

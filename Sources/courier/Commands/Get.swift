@@ -5,10 +5,24 @@ import Foundation
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Download a URL; run it again after an interruption and it resumes.")
+        abstract: "Download a URL (or every URL of a list); run it again after an interruption and it resumes.")
 
     @Argument(help: "The http or https URL.")
-    var url: String
+    var url: String?
+
+    @Option(name: [.customShort("i"), .customLong("input-file")],
+            help: "Download every URL listed in this file (aria2's format: a URL per line, then indented out=, dir=, sha256= lines); - reads stdin.")
+    var inputFile: String?
+
+    @Option(name: [.customShort("j"), .customLong("max-concurrent-downloads")], help: "Downloads at once with -i.")
+    var jobs: Int = 5
+
+    @Option(name: [.customShort("x"), .customLong("connections")],
+            help: "Connections per download (1-16): a large file from a server that serves ranges is fetched in that many parallel byte ranges.")
+    var connections: Int = 1
+
+    @Option(name: [.customShort("d"), .customLong("dir")], help: "The directory -i's files are saved in (default: the current one).")
+    var directory: String?
 
     @Option(name: .shortAndLong, help: "Where to save the file (default: a name from the server or the URL, in the current directory).")
     var output: String?
@@ -28,7 +42,27 @@ struct Get: AsyncParsableCommand {
     @OptionGroup var store: StoreOptions
     @OptionGroup var engine: EngineOptions
 
+    func validate() throws {
+        if (url == nil) == (inputFile == nil) { throw ValidationError("Give one URL, or -i FILE.") }
+        if inputFile != nil, output != nil || sha256 != nil || id != nil {
+            throw ValidationError("-o, --sha256 and --id apply to one URL; with -i, use out= and sha256= lines.")
+        }
+        if jobs < 1 { throw ValidationError("-j must be at least 1.") }
+        if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
+    }
+
     func run() async throws {
+        if let inputFile {
+            do {
+                let code = try await ListDownload(inputFile: inputFile, directory: directory, jobs: jobs, connections: connections, quiet: quiet, verbose: verbose,
+                                                  store: store, engine: engine).run()
+                if code != ExitCodes.success { throw ExitCode(code) }
+                return
+            } catch let error as CourierError {
+                throw failure(error)
+            }
+        }
+        guard let url else { return }
         do {
             _ = try URLPolicy.validate(url)
             let outputPath = try await resolveOutput()
@@ -36,7 +70,7 @@ struct Get: AsyncParsableCommand {
             let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: outputPath)
             let database = try store.open()
             let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
-            let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256))
+            let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256, connections: connections))
             if !quiet, record.bytesReceived > 0 {
                 Terminal.error("Resuming \(id) from \(Format.bytes(record.bytesReceived)).")
             }
@@ -50,6 +84,7 @@ struct Get: AsyncParsableCommand {
     /// The absolute output path: `-o`, else the server's Content-Disposition name, else the
     /// URL's last path component, in the current directory.
     private func resolveOutput() async throws -> String {
+        let url = self.url ?? ""
         let cwd = FileManager.default.currentDirectoryPath
         if let output {
             guard !output.isEmpty, !output.hasSuffix("/") else {

@@ -1,0 +1,264 @@
+import Foundation
+import NIOCore
+
+/// A segmented download: the file split into byte ranges fetched over several connections
+/// at once into one preallocated partial file, each range written at its own offset.
+///
+/// - Every range's progress is persisted (`courierSegment`) about once a second, together
+///   with the record, so a relaunch resumes every range where it stopped.
+/// - Every range's reply must be a 206 for exactly that range, of the same total, with the
+///   validator the download started with (and `If-Range` makes a changed file answer 200):
+///   anything else restarts the whole download, never splices two versions.
+/// - When a connection frees up and no range waits, the range with the most bytes left is
+///   split in two (aria2's scheme), so a slow connection does not hold up the end.
+extension DownloadRun {
+    /// What the ranges agree on: fixed when the download is split.
+    struct SegmentTerms: Sendable {
+        var total: Int64
+        var etag: String?
+        var lastModified: String?
+
+        /// Whether a range reply's validators are the download's: a strong ETag must match
+        /// exactly; without one, Last-Modified must.
+        func matches(etag replyETag: String?, lastModified replyLM: String?) -> Bool {
+            if let etag { return replyETag == etag }
+            if let lastModified { return replyLM == lastModified }
+            return false
+        }
+
+        var ifRange: String? { etag ?? lastModified }
+    }
+
+    /// Thrown by a range whose reply shows the file changed or ranges stopped working.
+    struct SegmentRestart: Error { var reason: String }
+
+    /// Whether a reply to `Range: bytes=0-` allows splitting the download.
+    func canSegment(record: DownloadRecord, status: Int, plan: BodyPlan) -> Bool {
+        guard record.connections > 1, status == 206, plan.offset == 0, plan.resumable, let total = plan.totalBytes,
+              total >= 2 * config.minSegmentSize else { return false }
+        let strongETag = plan.etag.map { !$0.hasPrefix("W/") } ?? false
+        return strongETag || (plan.etag == nil && plan.lastModified != nil)
+    }
+
+    /// Starts a segmented download from the first reply (a 206 from byte 0), which becomes
+    /// the first range's connection.
+    func startSegmented(firstBody: TransportBody, url: URL, plan: BodyPlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
+        let terms = SegmentTerms(total: plan.totalBytes ?? 0, etag: plan.etag, lastModified: plan.lastModified)
+        let segments = SegmentPlanner.initial(downloadId: id, total: terms.total, connections: record.connections, minSize: config.minSegmentSize)
+        let partialURL = context.fileURL(record.partialPath)
+        if let available = DiskSpace.available(at: partialURL), available < terms.total + config.freeSpaceReserve {
+            throw CourierError(.noSpace, "not enough free space: \(terms.total) bytes plus a \(config.freeSpaceReserve)-byte reserve, \(available) available")
+        }
+        // The ranges are recorded before the file is preallocated: a partial of the full
+        // length is never on disk without the segments that say what it holds.
+        guard try await db.replaceSegments(id: id, with: segments, lease: context.owner, { r in
+            r.totalBytes = terms.total; r.etag = terms.etag; r.lastModified = terms.lastModified
+            r.resumable = true; r.bytesReceived = 0
+        }) != nil else { throw ExternalStop() }
+        unlink(partialURL.path)
+        try PartialFile.preallocate(partialURL, length: terms.total)
+        activity.touch()
+        context.logger.info("segmented: \(segments.count) ranges of a \(terms.total)-byte file", metadata: ["id": "\(id)"])
+        return try await runSegments(SegmentBoard(segments), terms: terms, url: url, record: record, first: firstBody, outer: activity)
+    }
+
+    /// Resumes a segmented download from its persisted ranges; `nil` when they no longer
+    /// describe the partial file (then the caller starts over).
+    func resumeSegmented(record: DownloadRecord, url: URL) async throws -> AttemptOutcome? {
+        let segments = try await db.segments(id: id)
+        guard let total = record.totalBytes, SegmentPlanner.isConsistent(segments, total: total),
+              PartialFile.length(at: context.fileURL(record.partialPath)) == total,
+              record.etag.map({ !$0.hasPrefix("W/") }) ?? (record.lastModified != nil) else { return nil }
+        let terms = SegmentTerms(total: total, etag: record.etag, lastModified: record.lastModified)
+        context.logger.info("resuming \(segments.filter { !$0.isComplete }.count) of \(segments.count) ranges", metadata: ["id": "\(id)"])
+        return try await runSegments(SegmentBoard(segments), terms: terms, url: url, record: record, first: nil, outer: nil)
+    }
+
+    private enum WorkerEnd: Sendable { case rangeDone, ticker }
+
+    /// `outer`: the attempt's idle watchdog, kept quiet while the ranges (each with its own
+    /// watchdog) make progress.
+    private func runSegments(_ board: SegmentBoard, terms: SegmentTerms, url: URL, record: DownloadRecord, first: TransportBody?, outer: Activity?) async throws -> AttemptOutcome {
+        let partialURL = context.fileURL(record.partialPath)
+        let connections = max(1, record.connections)
+        let started = ContinuousClock.now
+        do {
+            try await withThrowingTaskGroup(of: WorkerEnd.self) { group in
+                var first = first
+                var active = 0
+                func launch(_ segment: Segment) {
+                    let body = first
+                    first = nil
+                    active += 1
+                    group.addTask {
+                        defer { board.release(segment.index) }
+                        try await fetchRange(segment.index, board: board, terms: terms, url: url, partialURL: partialURL, firstBody: body)
+                        return .rangeDone
+                    }
+                }
+                while active < connections, let segment = board.claimIdle() { launch(segment) }
+                group.addTask {
+                    try await tick(board, terms: terms, started: started, outer: outer)
+                    return .ticker
+                }
+                while let ended = try await group.next() {
+                    guard case .rangeDone = ended else { continue }
+                    active -= 1
+                    if board.allComplete { break }
+                    if let segment = board.claimIdle() ?? board.splitForIdleConnection(minSize: config.minSegmentSize) {
+                        launch(segment)
+                    }
+                }
+                group.cancelAll()
+            }
+        } catch {
+            // Whatever stopped the ranges (pause, a lost connection, a kill of this task),
+            // their flushed progress is persisted, from a task that is not cancelled.
+            let snapshot = board.snapshot, kept = board.received, owner = context.owner, database = db, id = self.id
+            _ = await Task { try? await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept } }.value
+            if let restart = error as? SegmentRestart { return .restart(restart.reason) }
+            throw error
+        }
+
+        // Every range is in the file: sync, verify, put in place.
+        guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = terms.total }) != nil else {
+            throw ExternalStop()
+        }
+        try PartialFile.sync(partialURL)
+        var current = try await db.record(id: id) ?? record
+        current.totalBytes = terms.total
+        let outcome = try await finish(record: current, length: PartialFile.length(at: partialURL), hasher: nil)
+        try await db.deleteSegments(id: id)
+        return outcome
+    }
+
+    /// Persists the ranges' progress about once a second and publishes progress events;
+    /// stops the run when the record left `downloading` or the lease was lost.
+    private func tick(_ board: SegmentBoard, terms: SegmentTerms, started: ContinuousClock.Instant, outer: Activity?) async throws {
+        var meter = ProgressMeter()
+        var lastPersist = ContinuousClock.now
+        var lastKept: Int64 = -1
+        while true {
+            try await Task.sleep(for: config.progressEventInterval)
+            let now = ContinuousClock.now
+            let kept = board.received
+            if kept != lastKept { outer?.touch(); lastKept = kept }
+            meter.record(bytes: kept, at: Self.seconds(now - started))
+            context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: kept, totalBytes: terms.total,
+                                                           bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: terms.total))))
+            if now - lastPersist >= config.progressPersistInterval {
+                lastPersist = now
+                guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = kept }) != nil else {
+                    throw ExternalStop()
+                }
+            }
+        }
+    }
+
+    /// One connection's work on one range, with its own retries: request the rest of the
+    /// range, check the reply, write at the range's offsets until its (possibly moved) end.
+    private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: URL, partialURL: URL, firstBody: TransportBody?) async throws {
+        var failures = 0
+        var pending = firstBody
+        while true {
+            try Task.checkCancellation()
+            guard let segment = board.segment(index), !segment.isComplete else { return }
+            let before = segment.received
+            let body = pending
+            pending = nil
+            do {
+                try await withIdleWatchdog(timeout: config.idleTimeout) { activity in
+                    let stream: TransportBody
+                    if let body { stream = body } else { stream = try await requestRange(segment, terms: terms, url: url, activity: activity) }
+                    try await writeRange(stream, index: index, from: segment.next, board: board, partialURL: partialURL, activity: activity)
+                }
+                return
+            } catch let error as CourierError where Self.isRetriable(error) {
+                if (board.segment(index)?.received ?? 0) > before { failures = 0 }
+                failures += 1
+                if failures >= config.retryPolicy.maxAttempts {
+                    throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(failures) attempts)", httpStatus: error.httpStatus)
+                }
+                context.logger.info("range \(index): retrying: \(error)", metadata: ["id": "\(id)"])
+                try await Task.sleep(for: config.retryPolicy.delay(afterFailures: failures, retryAfter: nil))
+            }
+        }
+    }
+
+    /// Asks for the rest of a range and checks the reply is exactly that range of the same file.
+    private func requestRange(_ segment: Segment, terms: SegmentTerms, url: URL, activity: Activity) async throws -> TransportBody {
+        var current = url
+        var redirects = 0
+        while true {
+            var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity"), ("Range", segment.rangeHeader)]
+            if let ifRange = terms.ifRange { headers.append(("If-Range", ifRange)) }
+            let record = try await db.record(id: id)
+            if let authorizer = context.authorizer, let record, current.origin == url.origin {
+                headers += try await authorizer.headers(for: record, url: current)
+            }
+            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))
+            activity.touch()
+            let h = response.headers
+            switch response.status {
+            case 206:
+                guard !ResponseDisposition.isCompressed(h), let raw = h.first(name: "Content-Range"),
+                      let range = try? ContentRange(parsing: raw), case let .satisfied(first, last, complete) = range else {
+                    await response.body.drain()
+                    throw SegmentRestart(reason: "a range reply without a usable Content-Range")
+                }
+                guard first == segment.next, last <= segment.end - 1, last >= first, complete == terms.total else {
+                    await response.body.drain()
+                    throw SegmentRestart(reason: "a range reply for bytes \(first)-\(last)/\(complete.map(String.init) ?? "*"), not \(segment.rangeHeader)/\(terms.total)")
+                }
+                guard terms.matches(etag: h.first(name: "ETag"), lastModified: h.first(name: "Last-Modified")) else {
+                    await response.body.drain()
+                    throw SegmentRestart(reason: "the file changed on the server (a range's validator differs)")
+                }
+                return response.body
+            case 200:
+                await response.body.drain()
+                throw SegmentRestart(reason: "the server answered a range with the whole file (it changed, or stopped serving ranges)")
+            case 301, 302, 303, 307, 308:
+                await response.body.drain()
+                redirects += 1
+                guard redirects <= config.maxRedirects, let location = h.first(name: "Location") else {
+                    throw CourierError(.tooManyRedirects, "more than \(config.maxRedirects) redirects")
+                }
+                current = try URLPolicy.redirectTarget(location: location, from: current)
+            case 408, 429, 500...599:
+                await response.body.drain()
+                throw CourierError(.httpServerError, "the server answered \(response.status) to a range", httpStatus: response.status)
+            default:
+                await response.body.drain()
+                throw CourierError(response.status >= 400 && response.status < 500 ? .httpClientError : .protocolViolation,
+                                   "the server answered \(response.status) to a range", httpStatus: response.status)
+            }
+        }
+    }
+
+    /// Writes a range's body at its offsets, up to the range's current end.
+    private func writeRange(_ body: TransportBody, index: Int, from offset: Int64, board: SegmentBoard, partialURL: URL, activity: Activity) async throws {
+        let file = try PartialFile(segmentOf: partialURL, writingAt: offset, bufferSize: config.segmentBufferSize)
+        defer {
+            try? file.flush()
+            board.advance(index, position: file.logicalLength, flushed: file.flushedLength)
+            try? file.close()
+        }
+        for try await buffer in body {
+            activity.touch()
+            let end = board.end(of: index)
+            let keep = Int(max(0, min(Int64(buffer.readableBytes), end - file.logicalLength)))
+            if keep > 0 {
+                try buffer.withUnsafeReadableBytes { raw in try file.append(UnsafeRawBufferPointer(rebasing: raw[0..<keep])) }
+                board.advance(index, position: file.logicalLength, flushed: file.flushedLength)
+            }
+            // The range is whole (a split may have brought its end closer): stop here; the
+            // rest of this reply belongs to another connection.
+            if file.logicalLength >= end { return }
+        }
+        try file.flush()
+        if file.logicalLength < board.end(of: index) {
+            throw CourierError(.shortBody, "a range ended at \(file.logicalLength), before its end \(board.end(of: index))")
+        }
+    }
+}

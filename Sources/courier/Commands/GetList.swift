@@ -1,0 +1,168 @@
+import ArgumentParser
+import Courier
+import Dispatch
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `courier get -i FILE`: every download of an aria2-style list, `-j` at once, connections
+/// reused per host, queued in one transaction.
+struct ListDownload {
+    let inputFile: String
+    let directory: String?
+    let jobs: Int
+    let connections: Int
+    let quiet: Bool
+    let verbose: Bool
+    let store: StoreOptions
+    let engine: EngineOptions
+
+    func run() async throws -> Int32 {
+        let text: String
+        do {
+            text = inputFile == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+                                    : try String(contentsOfFile: inputFile, encoding: .utf8)
+        } catch {
+            throw CourierError(.fileNotFound, "cannot read the input file \(inputFile): \(error.localizedDescription)")
+        }
+        let list = try InputList(parsing: text)
+        let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        let base = URL(fileURLWithPath: directory ?? cwd.path, isDirectory: true, relativeTo: cwd).standardizedFileURL
+        var requests: [DownloadRequest] = []
+        var lineOfPath: [String: Int] = [:]
+        for entry in list.entries {
+            let absolute = base.appendingPathComponent(entry.relativePath).standardizedFileURL.path
+            let relative = try SafePath.validateRelative(String(absolute.dropFirst()))   // the CLI's root is "/"
+            if let earlier = lineOfPath[absolute] {
+                throw CourierError(.invalidArgument, "lines \(earlier) and \(entry.line) both write \(absolute)")
+            }
+            lineOfPath[absolute] = entry.line
+            requests.append(DownloadRequest(id: Get.defaultID(for: absolute), url: entry.url, destination: relative, sha256: entry.sha256, connections: connections))
+        }
+        if requests.isEmpty {
+            Terminal.out("The list holds no URL.")
+            return ExitCodes.success
+        }
+        var configuration = engine.configuration()
+        configuration.maxConcurrentDownloads = max(1, jobs)
+        let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(), logger: makeLogger(verbose: verbose))
+        let events = downloader.events()   // before enqueuing, so no final event is missed
+        let results = try await downloader.enqueue(batch: requests)
+        return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, results: results)
+    }
+}
+
+/// Follows many downloads through the engine's one event stream: a summary line for
+/// progress, a line per finished file on stdout, errors on stderr. SIGINT or SIGTERM stops
+/// the engine, leaving every unfinished download resumable by the same command.
+struct BatchWatch {
+    let downloader: Downloader
+    let quiet: Bool
+
+    func watch(_ events: AsyncStream<DownloadEvent>, results: [(record: DownloadRecord, disposition: Downloader.EnqueueDisposition)]) async -> Int32 {
+        var pending = Set<String>()
+        var done = 0, failed = 0, elsewhere = 0
+        var worst = ExitCodes.success
+        let total = results.count
+        for (record, disposition) in results {
+            switch disposition {
+            case .queued, .alreadyRunning: pending.insert(record.id)
+            case .alreadyComplete:
+                done += 1
+                Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived)), already complete)")
+            case .leasedElsewhere:
+                elsewhere += 1
+                Terminal.error("courier: \(record.id): running in another process; left to it")
+            }
+        }
+        let interrupted = InterruptFlag()
+        let downloader = self.downloader
+        let signals = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                guard interrupted.set() else { return }
+                Task { await downloader.shutdown() }
+            }
+            source.resume()
+            return source
+        }
+        defer { signals.forEach { $0.cancel() } }
+
+        var bytes: [String: Int64] = [:]
+        var summary = SummaryLine(total: total)
+        func fail(_ id: String, _ error: CourierError, paused: Bool) {
+            pending.remove(id)
+            failed += 1
+            Terminal.error("courier: \(id): \(paused ? "paused: " : "")\(error.code.rawValue): \(error.message)")
+            let code = ExitCodes.code(for: error.code)
+            if worst == ExitCodes.success { worst = code }
+        }
+        if !pending.isEmpty {
+            for await event in events {
+                switch event {
+                case let .progress(p):
+                    bytes[p.id] = p.bytesReceived
+                case let .completed(record):
+                    guard pending.remove(record.id) != nil else { break }
+                    done += 1
+                    bytes[record.id] = record.bytesReceived
+                    summary.clear()
+                    Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived))\(record.expectedSHA256 != nil ? ", SHA-256 verified" : ""))")
+                case let .failed(id, error):
+                    guard pending.contains(id) else { break }
+                    summary.clear()
+                    fail(id, error, paused: false)
+                case let .stateChanged(id, _, error?) where error.code == .leased:
+                    guard pending.remove(id) != nil else { break }
+                    elsewhere += 1
+                    summary.clear()
+                    Terminal.error("courier: \(id): running in another process; left to it")
+                case let .stateChanged(id, .paused, error):
+                    guard pending.contains(id) else { break }
+                    summary.clear()
+                    fail(id, error ?? CourierError(.paused, "paused"), paused: true)
+                case let .cancelled(id):
+                    guard pending.remove(id) != nil else { break }
+                    failed += 1
+                default:
+                    break
+                }
+                if !quiet { summary.show(done: done, failed: failed, bytes: bytes.values.reduce(0, +)) }
+                if pending.isEmpty || interrupted.isSet { break }
+            }
+        }
+        summary.clear()
+        await downloader.shutdown()
+        let left = pending.count
+        Terminal.error("\(done) of \(total) downloaded" + (failed > 0 ? ", \(failed) failed" : "") + (elsewhere > 0 ? ", \(elsewhere) left to another process" : "")
+                       + (left > 0 ? ", \(left) stopped (run the same command again to resume them)" : ""))
+        if interrupted.isSet, left > 0 { return ExitCodes.interrupted }
+        return worst
+    }
+}
+
+/// One redrawn line: files done, bytes, speed.
+struct SummaryLine {
+    let total: Int
+    private let started = ContinuousClock.now
+    private var lastDraw = ContinuousClock.now - .seconds(10)
+    private var drawn = false
+    private let interactive = Terminal.isInteractive
+
+    init(total: Int) { self.total = total }
+
+    mutating func show(done: Int, failed: Int, bytes: Int64) {
+        let now = ContinuousClock.now
+        guard now - lastDraw >= (interactive ? .milliseconds(200) : .seconds(2)) else { return }
+        lastDraw = now
+        let elapsed = max(0.001, Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18)
+        let text = "[\(done)/\(total) files\(failed > 0 ? ", \(failed) failed" : "")] \(Format.bytes(bytes))  \(Format.bytes(Int64(Double(bytes) / elapsed)))/s"
+        if interactive { Terminal.progress("\r\u{1B}[2K" + text); drawn = true } else { Terminal.error(text) }
+    }
+
+    mutating func clear() {
+        if drawn { Terminal.progress("\r\u{1B}[2K"); drawn = false }
+    }
+}
