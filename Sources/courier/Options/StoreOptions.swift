@@ -45,6 +45,10 @@ struct EngineOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds a connection (and its TLS handshake) may take.")
     var connectTimeout: Int = 15
 
+    @Option(name: [.customShort("k"), .customLong("min-split-size")],
+            help: "The smallest byte range a segmented download splits off; smaller files use one connection.")
+    var minSplitSize: Int64 = 4 << 20
+
     /// The HTTP transport with the TLS trust the flags ask for (verified by default).
     func transport() -> AsyncHTTPClientTransport {
         let timeout = Duration.seconds(max(1, connectTimeout))
@@ -61,6 +65,7 @@ struct EngineOptions: ParsableArguments {
         c.idleTimeout = .seconds(max(1, idleTimeout))
         c.maxConcurrentDownloads = max(1, parallel)
         c.maxFileSize = maxSize.map { max(0, $0) }
+        c.minSegmentSize = max(64 << 10, minSplitSize)
         // Fault injection for scripts/chaos only: hold the window between the rename of the
         // finished file and the record's update open, so a SIGKILL can land in it.
         if let ms = ProcessInfo.processInfo.environment["COURIER_CHAOS_PAUSE_AFTER_RENAME_MS"].flatMap(Int.init), ms > 0 {

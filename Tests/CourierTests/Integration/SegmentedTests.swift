@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+@testable import Courier
+import CourierOrigin
+
+/// Segmented downloads against the origin: parallel ranges, resume of every range, restart
+/// on a changed file, fallback without ranges or for small files, and the re-split.
+@Suite struct SegmentedTests {
+    private func segmentedDownloader(_ fx: Fixture, minSegment: Int64 = 256 << 10) throws -> Downloader {
+        try fx.downloader { $0.minSegmentSize = minSegment; $0.segmentBufferSize = 64 << 10; $0.progressPersistInterval = .milliseconds(200) }
+    }
+
+    private func gets(_ fx: Fixture, _ path: String) -> [OriginRequest] {
+        fx.origin.requests.filter { $0.path == path && $0.method == "GET" }
+    }
+
+    @Test func aLargeFileIsFetchedInParallelRanges() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("big.bin", size: 3_000_000)
+            let d = try segmentedDownloader(fx)
+            try await d.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", sha256: Fixture.sha256(data), connections: 4))
+            let done = try await d.waitForCompletion(id: "big")
+            await d.shutdown()
+            #expect(done.state == .completed && done.connections == 4)
+            #expect(fx.finalData("big.bin") == data)
+            let requests = gets(fx, "/big.bin")
+            // The first reply (from byte 0) becomes the first range; three more start at once.
+            // A range that ends early may take half of another (a re-split), so there may be more.
+            #expect(Set(requests.compactMap(\.range)).isSuperset(of: ["bytes=0-", "bytes=750000-1499999", "bytes=1500000-2249999", "bytes=2250000-2999999"]))
+            #expect(requests.allSatisfy { $0.status == 206 })
+            #expect(requests.allSatisfy { $0.ifRange != nil || $0.range == "bytes=0-" })
+            #expect(try await d.database.segments(id: "big").isEmpty)
+            #expect(!fx.exists("big.bin.partial"))
+        }
+    }
+
+    @Test func aStoppedSegmentedDownloadResumesEveryRange() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("big.bin", size: 4_000_000)
+            var slow = Fault(); slow.bytesPerSecond = 1_000_000
+            fx.origin.setFault(slow, for: "/big.bin")
+            let first = try segmentedDownloader(fx)
+            try await first.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 4))
+            let db = try fx.database()
+            #expect(try await eventually { try await db.segments(id: "big").filter { $0.received >= 200_000 }.count == 4 })
+            await first.shutdown()                                  // as a relaunch: partial and ranges kept
+            let saved = try await db.segments(id: "big")
+            #expect(saved.count == 4 && saved.allSatisfy { $0.received > 0 && !$0.isComplete })
+            #expect(PartialFile.length(at: fx.root.appendingPathComponent("big.bin.partial")) == 4_000_000)   // preallocated
+            let kept = saved.reduce(0) { $0 + $1.received }
+            #expect(try await db.record(id: "big")?.bytesReceived == kept)
+
+            fx.origin.setFault(nil, for: "/big.bin")
+            fx.origin.clearRequests()
+            let second = try segmentedDownloader(fx)
+            #expect(try await second.resumePendingDownloads() == ["big"])
+            try await second.waitForCompletion(id: "big")
+            await second.shutdown()
+            #expect(fx.finalData("big.bin") == data)
+            // Every range went on from its saved progress, with If-Range; nothing from zero.
+            let requests = gets(fx, "/big.bin")
+            let starts = Set(saved.map { "bytes=\($0.next)-\($0.end - 1)" })
+            #expect(Set(requests.compactMap(\.range)).isSuperset(of: starts))
+            #expect(requests.allSatisfy { $0.ifRange != nil && $0.status == 206 && $0.range != "bytes=0-" })
+            // No request asks again for a byte a range already held.
+            for r in requests.compactMap(\.range) {
+                let start = Int64(r.dropFirst(6).prefix { $0 != "-" }) ?? -1
+                #expect(!saved.contains { start >= $0.start && start < $0.next }, "\(r) refetches kept bytes")
+            }
+            // Less than a full download went out (a re-split may cut a reply short, and what
+            // the origin already pushed into the socket then counts as sent).
+            #expect(requests.map(\.bodyBytesSent).reduce(0, +) < Int64(data.count))
+        }
+    }
+
+    @Test func aFileChangedMidwayRestartsTheWholeDownload() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("big.bin", size: 3_000_000)
+            var slow = Fault(); slow.bytesPerSecond = 1_000_000
+            fx.origin.setFault(slow, for: "/big.bin")
+            let first = try segmentedDownloader(fx)
+            try await first.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
+            let db = try fx.database()
+            #expect(try await eventually { try await db.segments(id: "big").filter { $0.received > 0 }.count == 3 })
+            await first.shutdown()
+            // The file "changes": its ETag differs from the one the ranges started with.
+            var changed = Fault(); changed.changeETag = true; changed.times = 3
+            fx.origin.setFault(changed, for: "/big.bin")
+            fx.origin.clearRequests()
+            let second = try segmentedDownloader(fx)
+            try await second.resumePendingDownloads()
+            let done = try await second.waitForCompletion(id: "big")
+            await second.shutdown()
+            #expect(fx.finalData("big.bin") == data)
+            #expect(done.state == .completed)
+            let requests = gets(fx, "/big.bin")
+            // A range was answered 200 (If-Range failed), then it started again from byte 0.
+            #expect(requests.contains { $0.status == 200 })
+            #expect(requests.contains { $0.range == "bytes=0-" })
+        }
+    }
+
+    @Test func aServerWithoutRangesFallsBackToOneConnection() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("big.bin", size: 2_000_000)
+            var norange = Fault(); norange.ignoreRange = true
+            fx.origin.setFault(norange, for: "/big.bin")
+            let d = try segmentedDownloader(fx)
+            try await d.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 4))
+            try await d.waitForCompletion(id: "big")
+            await d.shutdown()
+            #expect(fx.finalData("big.bin") == data)
+            let requests = gets(fx, "/big.bin")
+            #expect(requests.count == 1 && requests[0].status == 200)
+            #expect(try await d.database.segments(id: "big").isEmpty)
+        }
+    }
+
+    @Test func aSmallFileUsesOneConnection() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("small.bin", size: 300_000)
+            let d = try segmentedDownloader(fx)   // under 2 × 256 KiB: not split
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("small.bin"), destination: "small.bin", connections: 8))
+            try await d.waitForCompletion(id: "s")
+            await d.shutdown()
+            #expect(fx.finalData("small.bin") == data)
+            #expect(gets(fx, "/small.bin").count == 1)
+        }
+    }
+
+    @Test func aSlowRangeIsSplitWhenAConnectionFreesUp() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("big.bin", size: 4_000_000)
+            // The first connection stalls for 3 s after 100 kB; the second range finishes
+            // long before, and its connection takes half of what the first has left.
+            var stall = Fault(); stall.stallAfterBytes = 100_000; stall.stallSeconds = 3; stall.times = 1
+            fx.origin.setFault(stall, for: "/big.bin")
+            let d = try segmentedDownloader(fx)
+            try await d.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", sha256: Fixture.sha256(data), connections: 2))
+            try await d.waitForCompletion(id: "big")
+            await d.shutdown()
+            #expect(fx.finalData("big.bin") == data)
+            let ranges = gets(fx, "/big.bin").compactMap(\.range)
+            #expect(ranges.count >= 3, "\(ranges)")
+            // A range starting inside the first half: the split-off part of the stalled range.
+            #expect(ranges.contains { r in
+                guard let start = Int(r.dropFirst(6).prefix { $0 != "-" }) else { return false }
+                return start > 100_000 && start < 2_000_000
+            }, "\(ranges)")
+        }
+    }
+}
