@@ -2,7 +2,13 @@ import CourierOrigin
 import Foundation
 import GRDB
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
+/// Crossing processes: two `courier resume --all` on one database (each download runs in
+/// exactly one of them, the lease), and a SIGKILLed segmented get resumed by a new process.
+///
 /// Two `courier resume --all` processes on one database: each download runs in exactly one
 /// of them (the lease), both exit 0, and no byte is fetched twice.
 @Suite(.serialized) struct LeaseCLITests {
@@ -50,5 +56,56 @@ import Testing
         let list = try await CLITests.run(["list", "--json", "--db", w.db])
         #expect(list.stdout.components(separatedBy: "\"state\" : \"completed\"").count - 1 == count)
         #expect(!list.stdout.contains("runningIn"))
+    }
+
+    /// A segmented `courier get` SIGKILLed midway: the same command resumes every range
+    /// (no request from byte 0 again) and the file is byte-identical.
+    @Test func aKilledSegmentedGetResumesEveryRange() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("seg.bin", size: 24 << 20)
+        var slow = Fault(); slow.bytesPerSecond = 1 << 20   // per connection: about 6 s in all
+        w.origin.setFault(slow, for: "/seg.bin")
+        let target = w.out.appendingPathComponent("seg.bin")
+        let args = ["get", w.origin.url("/seg.bin"), "-o", target.path, "--connections", "4", "--min-split-size", "1048576", "--db", w.db, "-q"]
+        let (p, out, err) = try CLITests.launch(args)
+        // Kill once every range has persisted progress.
+        func saved() throws -> [(start: Int64, next: Int64)] {
+            guard FileManager.default.fileExists(atPath: w.db) else { return [] }
+            let q = try DatabaseQueue(path: w.db)
+            defer { try? q.close() }
+            return try q.read { db in
+                guard try db.tableExists("courierSegment") else { return [] }
+                return try Row.fetchAll(db, sql: "SELECT start, start + received AS next FROM courierSegment WHERE received > 0")
+                    .map { (start: $0["start"], next: $0["next"]) }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        var kept: [(start: Int64, next: Int64)] = []
+        while ContinuousClock.now < deadline {
+            kept = (try? saved()) ?? []
+            if kept.count >= 4 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        kill(p.processIdentifier, SIGKILL)
+        _ = await CLITests.finish(p, out, err)
+        #expect(kept.count >= 4)
+        #expect(FileManager.default.fileExists(atPath: target.path + ".partial"))
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+
+        w.origin.setFault(nil, for: "/seg.bin")
+        w.origin.clearRequests()
+        let second = try await CLITests.run(args)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(try Data(contentsOf: target) == data)
+        let ranges = w.origin.requests.compactMap(\.range)
+        #expect(ranges.count >= 4, "\(ranges)")
+        #expect(!ranges.contains("bytes=0-"), "every range resumed: \(ranges)")
+        #expect(w.origin.requests.allSatisfy { $0.status == 206 && $0.ifRange != nil })
+        // No range asks again for bytes it held at the kill (what it persisted).
+        for r in ranges {
+            let start = Int64(r.dropFirst(6).prefix { $0 != "-" }) ?? -1
+            #expect(!kept.contains { start >= $0.start && start < $0.next }, "\(r) refetches kept bytes")
+        }
     }
 }

@@ -244,8 +244,17 @@ extension DownloadRun {
             board.advance(index, position: file.logicalLength, flushed: file.flushedLength)
             try? file.close()
         }
+        // Flushed at least twice per persist interval, so a kill loses about a second of a
+        // range, not a whole buffer.
+        let clock = ContinuousClock()
+        var lastFlush = clock.now
+        let flushEvery = config.progressPersistInterval / 2
         for try await buffer in body {
             activity.touch()
+            if clock.now - lastFlush >= flushEvery {
+                try file.flush()
+                lastFlush = clock.now
+            }
             let end = board.end(of: index)
             let keep = Int(max(0, min(Int64(buffer.readableBytes), end - file.logicalLength)))
             if keep > 0 {
