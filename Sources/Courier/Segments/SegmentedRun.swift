@@ -97,6 +97,9 @@ extension DownloadRun {
                     }
                 }
                 while active < connections, let segment = board.claimIdle() { launch(segment) }
+                // Every range may already be whole (a kill after the last byte, before the
+                // rename): then there is nothing to wait for.
+                guard active > 0 else { return }
                 group.addTask {
                     try await tick(board, terms: terms, started: started, outer: outer)
                     return .ticker
@@ -108,6 +111,7 @@ extension DownloadRun {
                     if let segment = board.claimIdle() ?? board.splitForIdleConnection(minSize: config.minSegmentSize) {
                         launch(segment)
                     }
+                    if active == 0 { break }
                 }
                 group.cancelAll()
             }
@@ -120,6 +124,9 @@ extension DownloadRun {
             throw error
         }
 
+        guard board.allComplete else {
+            throw CourierError(.shortBody, "the ranges ended before the file was whole")
+        }
         // Every range is in the file: sync, verify, put in place.
         guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = terms.total }) != nil else {
             throw ExternalStop()

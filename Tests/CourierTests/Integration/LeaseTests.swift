@@ -11,9 +11,9 @@ import CourierOrigin
         try await withFixture { fx in
             var sizes: [String: Int] = [:]
             for i in 0..<3 {
-                try fx.serve("f\(i).bin", size: 600_000, seed: UInt64(i + 1))
-                sizes["/f\(i).bin"] = 600_000
-                fx.origin.setFault(fault { $0.bytesPerSecond = 400_000 }, for: "/f\(i).bin")
+                try fx.serve("f\(i).bin", size: 1_500_000, seed: UInt64(i + 1))
+                sizes["/f\(i).bin"] = 1_500_000
+                fx.origin.setFault(fault { $0.bytesPerSecond = 300_000 }, for: "/f\(i).bin")
             }
             let first = try fx.downloader { $0.leaseDuration = .milliseconds(900) }
             let second = try fx.downloader { $0.leaseDuration = .milliseconds(900) }

@@ -69,12 +69,12 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v2.lease"])
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments"])
             let records = try await db.allRecords()
             #expect(records.map(\.id) == ["get-7c471a7af579db6d", "big_1", "gone"])
             let big = try #require(records.first { $0.id == "big_1" })
             #expect(big.state == .paused && big.bytesReceived == 1_450_000 && big.totalBytes == 3_000_000)
-            #expect(big.etag == "\"2dc6c0-1a2066b6418\"" && big.leaseOwner == nil && big.leaseExpiresAt == nil)
+            #expect(big.etag == "\"2dc6c0-1a2066b6418\"" && big.leaseOwner == nil && big.leaseExpiresAt == nil && big.connections == 1)
             let gone = try #require(records.first { $0.id == "gone" })
             #expect(gone.state == .failed && gone.lastError?.code == .httpClientError && gone.remoteUrl.contains("api_key=REDACTED"))
             #expect(records.first?.state == .completed)
