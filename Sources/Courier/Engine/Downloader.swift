@@ -31,6 +31,10 @@ public actor Downloader {
     /// Full URLs (with query secrets) given to this process; the records store them redacted.
     private var liveURLs: [String: String] = [:]
     private var isShutDown = false
+    /// Whether the scheduler pages through the database's queue (after
+    /// ``resumePendingDownloads(includePaused:includeFailed:)``) instead of only what was adopted.
+    private var drainsQueue = false
+    private var refilling = false
 
     /// Makes a downloader.
     /// - Parameters:
@@ -68,26 +72,19 @@ public actor Downloader {
         return try await resumePendingDownloads()
     }
 
-    /// Picks up every queued and interrupted (`downloading` at the last stop) record, and
-    /// the paused ones too when `includePaused`. The partial file's real length becomes the
-    /// offset. Returns the ids it picked up.
+    /// Picks up every queued and interrupted (`downloading` at the last stop) record, the
+    /// paused ones too when `includePaused`, and the failed ones when `includeFailed`, in
+    /// one statement; records another live process leases are left to it. Returns the ids
+    /// it queued. The records themselves are read a page at a time as downloads start, so
+    /// a queue of thousands is never loaded whole.
     @discardableResult
-    public func resumePendingDownloads(includePaused: Bool = false) async throws -> [String] {
+    public func resumePendingDownloads(includePaused: Bool = false, includeFailed: Bool = false) async throws -> [String] {
         try checkOpen()
-        let records = try await context.database.pendingRecords(includePaused: includePaused)
-        var ids: [String] = []
-        for record in records where running[record.id] == nil {
-            let partialLength = try await context.database.keptBytes(id: record.id, partial: context.fileURL(record.partialPath))
-            // A record another live process runs keeps its lease: it is not picked up here.
-            guard let updated = try await context.database.update(id: record.id, ifStateIn: [.queued, .downloading, .paused], lease: context.owner, { r in
-                r.state = .queued
-                r.bytesReceived = partialLength
-                r.leaseOwner = nil
-                r.leaseExpiresAt = nil
-            }) else { continue }
-            adopt(updated)
-            ids.append(updated.id)
-        }
+        var states: [DownloadState] = [.queued, .downloading]
+        if includePaused { states.append(.paused) }
+        if includeFailed { states.append(.failed) }
+        let ids = try await context.database.requeue(states: states, owner: context.owner, excluding: Set(running.keys))
+        drainsQueue = true
         pump()
         return ids
     }
@@ -365,15 +362,38 @@ public actor Downloader {
 
     private func pump() {
         guard !isShutDown else { return }
-        while running.count < max(1, context.configuration.maxConcurrentDownloads) {
+        let limit = max(1, context.configuration.maxConcurrentDownloads)
+        while running.count < limit {
             let candidates = adopted.filter { running[$0.key] == nil }
             guard let next = candidates.min(by: { a, b in
                 if a.value.priority != b.value.priority { return a.value.priority > b.value.priority }
                 if a.value.createdAt != b.value.createdAt { return a.value.createdAt < b.value.createdAt }
                 return a.key < b.key
-            }) else { return }
+            }) else { break }
             launch(next.key)
         }
+        if drainsQueue, adopted.count - running.count < limit { refill() }
+    }
+
+    /// Reads the next page of the database's queue into `adopted` (a few times the
+    /// concurrency), so a long queue costs memory for a page, not for every record.
+    private func refill() {
+        guard !refilling, !isShutDown else { return }
+        refilling = true
+        let limit = max(8, max(1, context.configuration.maxConcurrentDownloads) * 4)
+        let exclude = Set(adopted.keys).union(running.keys)
+        let database = context.database, owner = context.owner
+        Task {
+            let page = (try? await database.nextQueued(limit: limit, excluding: exclude, owner: owner)) ?? []
+            await self.refilled(page)
+        }
+    }
+
+    private func refilled(_ page: [DownloadRecord]) {
+        refilling = false
+        if page.isEmpty { drainsQueue = false; return }
+        for record in page where adopted[record.id] == nil && running[record.id] == nil { adopt(record) }
+        pump()
     }
 
     private func launch(_ id: String) {

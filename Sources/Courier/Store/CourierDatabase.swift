@@ -169,6 +169,54 @@ extension CourierDatabase {
         }
     }
 
+    /// Moves every record in `states` back to `queued` in one statement (thousands cost
+    /// one commit), except those another live owner leases and those in `excluding`;
+    /// failed ones start with a fresh attempt count. Returns the queued ids in scheduling
+    /// order: ids only, not records, so a long queue is never loaded whole.
+    public func requeue(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>) async throws -> [String] {
+        try await write { db in
+            let table = DownloadRecord.databaseTableName
+            let now = Date()
+            // Leases that look live: only a process of this host that is gone may lose one early.
+            let leased = try DownloadRecord
+                .filter(states.map(\.rawValue).contains(DownloadRecord.Columns.state))
+                .filter(Column("leaseOwner") != nil && Column("leaseOwner") != owner.id && Column("leaseExpiresAt") > now)
+                .fetchAll(db)
+            let skip = Array(excluding.union(leased.filter { owner.isBlocked(by: $0, now: now) }.map(\.id)))
+            let skipList = skip.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: skip.count)))"
+            let stateList = databaseQuestionMarks(count: states.count)
+            var arguments = StatementArguments([now])
+            arguments += StatementArguments(states.map(\.rawValue))
+            arguments += StatementArguments(skip)
+            try db.execute(sql: """
+                UPDATE \(table) SET state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
+                    attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
+                    lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
+                    lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
+                WHERE state IN (\(stateList))\(skipList)
+                """, arguments: arguments)
+            return try String.fetchAll(db, sql: """
+                SELECT id FROM \(table) WHERE state = 'queued'\(skipList) ORDER BY priority DESC, createdAt, id
+                """, arguments: StatementArguments(skip))
+        }
+    }
+
+    /// The next queued records to run, in scheduling order, that no live lease holds and
+    /// that are not in `excluding`: a page of the queue.
+    public func nextQueued(limit: Int, excluding: Set<String>, owner: LeaseOwner) async throws -> [DownloadRecord] {
+        try await read { db in
+            var request = DownloadRecord
+                .filter(DownloadRecord.Columns.state == DownloadState.queued.rawValue)
+                .order(DownloadRecord.Columns.priority.desc, DownloadRecord.Columns.createdAt, DownloadRecord.Columns.id)
+            if !excluding.isEmpty { request = request.filter(!excluding.contains(DownloadRecord.Columns.id)) }
+            var page: [DownloadRecord] = []
+            for record in try request.limit(limit * 2).fetchAll(db) where !owner.isBlocked(by: record) && page.count < limit {
+                page.append(record)
+            }
+            return page
+        }
+    }
+
     /// Deletes a download's segments.
     public func deleteSegments(id: String) async throws {
         _ = try await write { db in try Segment.filter(Segment.Columns.downloadId == id).deleteAll(db) }

@@ -44,32 +44,22 @@ struct Resume: AsyncParsableCommand {
         do {
             let database = try store.open()
             let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
-            var ids: [String]
             if let id {
                 try await downloader.resume(id: id)
-                ids = [id]
-            } else {
-                // Records another process runs (a live lease) are left to it.
-                var failed: [String] = []
-                for id in try await database.allRecords().filter({ $0.state == .failed }).map(\.id) {
-                    do {
-                        try await downloader.resume(id: id)
-                        failed.append(id)
-                    } catch let e as CourierError where e.code == .leased || e.code == .invalidState {
-                        continue
-                    }
-                }
-                ids = failed + (try await downloader.resumePendingDownloads(includePaused: true))
-                let elsewhere = try await database.allRecords().filter { !ids.contains($0.id) && downloader.leaseOwner.isBlocked(by: $0) }
-                if !elsewhere.isEmpty, !quiet {
-                    Terminal.error("\(elsewhere.count) download(s) running in another process, left to it: \(elsewhere.map(\.id).joined(separator: " "))")
-                }
+                let code = await Foreground(downloader: downloader, quiet: quiet).watch([id])
+                if code != ExitCodes.success { throw ExitCode(code) }
+                return
             }
+            // Every unfinished download, in one statement; those another process runs (a
+            // live lease) are left to it. One event stream follows them all, subscribed
+            // before anything starts so no final event is missed.
+            let events = downloader.events()
+            let ids = try await downloader.resumePendingDownloads(includePaused: true, includeFailed: true)
             if ids.isEmpty {
                 await downloader.shutdown()
                 return Terminal.out("Nothing to resume.")
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet, leftToOthersIsFine: all).watch(ids)
+            let code = await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: ids)
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
             throw failure(error)

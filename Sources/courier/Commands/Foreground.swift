@@ -12,9 +12,6 @@ import Glibc
 struct Foreground {
     let downloader: Downloader
     let quiet: Bool
-    /// Whether a download found running in another process counts as done here
-    /// (`resume --all`), instead of failing with E_LEASED (exit 7).
-    var leftToOthersIsFine = false
 
     /// Watches `ids` until each completes, fails, or pauses; returns the exit code.
     func watch(_ ids: [String], paths: [String: String] = [:]) async -> Int32 {
@@ -65,10 +62,6 @@ struct Foreground {
                 return ExitCodes.code(for: error.code)
             case let .stateChanged(_, _, error?) where error.code == .leased:
                 renderer.finish()
-                if leftToOthersIsFine {
-                    if !quiet { Terminal.error("\(id): running in another process; left to it") }
-                    return ExitCodes.success
-                }
                 Terminal.error("courier: \(id): \(error.code.rawValue): \(error.message)")
                 return ExitCodes.code(for: error.code)
             case let .stateChanged(_, .paused, error):

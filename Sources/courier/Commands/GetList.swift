@@ -49,7 +49,20 @@ struct ListDownload {
         let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(), logger: makeLogger(verbose: verbose))
         let events = downloader.events()   // before enqueuing, so no final event is missed
         let results = try await downloader.enqueue(batch: requests)
-        return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, results: results)
+        var pending: [String] = []
+        var settled = 0
+        for (record, disposition) in results {
+            switch disposition {
+            case .queued, .alreadyRunning: pending.append(record.id)
+            case .alreadyComplete:
+                settled += 1
+                Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived)), already complete)")
+            case .leasedElsewhere:
+                settled += 1
+                Terminal.error("courier: \(record.id): running in another process; left to it")
+            }
+        }
+        return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: pending, settled: settled)
     }
 }
 
@@ -60,22 +73,13 @@ struct BatchWatch {
     let downloader: Downloader
     let quiet: Bool
 
-    func watch(_ events: AsyncStream<DownloadEvent>, results: [(record: DownloadRecord, disposition: Downloader.EnqueueDisposition)]) async -> Int32 {
-        var pending = Set<String>()
-        var done = 0, failed = 0, elsewhere = 0
+    /// Follows `pending` until each ends; `settled` downloads were done or left to another
+    /// process before (counted in the summary).
+    func watch(_ events: AsyncStream<DownloadEvent>, pending ids: [String], settled: Int = 0) async -> Int32 {
+        var pending = Set(ids)
+        var done = settled, failed = 0, elsewhere = 0
         var worst = ExitCodes.success
-        let total = results.count
-        for (record, disposition) in results {
-            switch disposition {
-            case .queued, .alreadyRunning: pending.insert(record.id)
-            case .alreadyComplete:
-                done += 1
-                Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived)), already complete)")
-            case .leasedElsewhere:
-                elsewhere += 1
-                Terminal.error("courier: \(record.id): running in another process; left to it")
-            }
-        }
+        let total = ids.count + settled
         let interrupted = InterruptFlag()
         let downloader = self.downloader
         let signals = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
