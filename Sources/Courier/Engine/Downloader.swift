@@ -284,6 +284,9 @@ public actor Downloader {
     /// Ids running right now.
     public var runningIDs: Set<String> { Set(running.keys) }
 
+    /// Downloads held in memory to run (running or next in line): a page of the queue.
+    var adoptedCount: Int { adopted.count }
+
     /// Waits until the download completes, and returns its record. Throws its error when
     /// it fails, ``CourierError/Code/paused`` when it pauses, and
     /// ``CourierError/Code/cancelled`` when it is cancelled.

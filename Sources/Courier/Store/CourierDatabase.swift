@@ -177,15 +177,16 @@ extension CourierDatabase {
         try await write { db in
             let table = DownloadRecord.databaseTableName
             let now = Date()
+            let nowText = DatabaseDate.text(now)
             // Leases that look live: only a process of this host that is gone may lose one early.
             let leased = try DownloadRecord
                 .filter(states.map(\.rawValue).contains(DownloadRecord.Columns.state))
-                .filter(Column("leaseOwner") != nil && Column("leaseOwner") != owner.id && Column("leaseExpiresAt") > now)
+                .filter(Column("leaseOwner") != nil && Column("leaseOwner") != owner.id && Column("leaseExpiresAt") > nowText)
                 .fetchAll(db)
             let skip = Array(excluding.union(leased.filter { owner.isBlocked(by: $0, now: now) }.map(\.id)))
             let skipList = skip.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: skip.count)))"
             let stateList = databaseQuestionMarks(count: states.count)
-            var arguments = StatementArguments([now])
+            var arguments = StatementArguments([nowText])
             arguments += StatementArguments(states.map(\.rawValue))
             arguments += StatementArguments(skip)
             try db.execute(sql: """

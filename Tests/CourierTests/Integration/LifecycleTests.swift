@@ -233,3 +233,35 @@ final class WriteCounter: @unchecked Sendable { // guarded by lock
     func increment() { lock.lock(); count += 1; lock.unlock() }
     var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }
+
+/// A long queue is paged, not loaded: start-up requeues it in one statement and the
+/// scheduler holds a page of records at a time.
+@Suite struct LongQueueTests {
+    @Test func aLongQueueIsPagedNotLoaded() async throws {
+        try await withFixture { fx in
+            let count = 400
+            for i in 0..<20 { try fx.serve("s\(i).bin", size: 2000, seed: UInt64(i + 1)) }
+            let db = try fx.database()
+            try await db.writer.write { db in
+                for i in 0..<count {
+                    try DownloadRecord(id: "q\(i)", remoteUrl: fx.url("s\(i % 20).bin"), localFinalPath: "q/\(i).bin", partialPath: "q/\(i).bin.partial",
+                                       now: Date(timeIntervalSince1970: 1_000_000 + Double(i))).insert(db)
+                }
+            }
+            let d = try fx.downloader { $0.maxConcurrentDownloads = 4 }
+            let events = d.events()
+            let ids = try await d.start()
+            #expect(ids.count == count && ids.first == "q0" && ids.last == "q\(count - 1)")   // scheduling order
+            var peak = 0
+            var completed = 0
+            for await event in events {
+                peak = max(peak, await d.adoptedCount)
+                if case .completed = event { completed += 1; if completed == count { break } }
+            }
+            await d.shutdown()
+            #expect(peak <= 4 + 4 + 16, "records held at once: \(peak)")   // running + the rest of a page + a new page
+            #expect(try await db.allRecords().allSatisfy { $0.state == .completed })
+            #expect(fx.finalData("q/399.bin") == (try Data(contentsOf: fx.served.appendingPathComponent("s19.bin"))))
+        }
+    }
+}
