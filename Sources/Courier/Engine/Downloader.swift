@@ -18,11 +18,13 @@ public actor Downloader {
     private let context: EngineContext
     private let ownsTransport: Bool
 
-    private struct Adopted { var priority: Int; var createdAt: Date }
+    private struct Adopted: Equatable { var priority: Int; var createdAt: Date }
     private enum Intent { case pause, cancel, shutdown }
 
     /// Downloads this process wants to run: queued or running.
     private var adopted: [String: Adopted] = [:]
+    /// The adopted downloads in scheduling order, the next to run last.
+    private var waiting: [(id: String, entry: Adopted)] = []
     /// A running download: the cancellable run, and the supervisor that records how it
     /// ended. The supervisor is never cancelled, so its database writes always happen.
     private struct Running { var run: Task<RunOutcome, Never>; var supervisor: Task<Void, Never> }
@@ -313,6 +315,7 @@ public actor Downloader {
         guard !isShutDown else { return }
         isShutDown = true
         adopted.removeAll()
+        waiting.removeAll()
         let tasks = running
         for (id, task) in tasks {
             intents[id] = .shutdown
@@ -360,20 +363,33 @@ public actor Downloader {
     // MARK: Scheduling
 
     private func adopt(_ record: DownloadRecord) {
-        adopted[record.id] = Adopted(priority: record.priority, createdAt: record.createdAt)
+        let entry = Adopted(priority: record.priority, createdAt: record.createdAt)
+        adopted[record.id] = entry
+        // Keep `waiting` sorted with the next to run last: a binary search, not a scan of
+        // every adopted download at each scheduling step (thousands queued by `get -i`).
+        var low = 0, high = waiting.count
+        while low < high {
+            let mid = (low + high) / 2
+            if Self.runsBefore((waiting[mid].entry, waiting[mid].id), (entry, record.id)) { high = mid } else { low = mid + 1 }
+        }
+        waiting.insert((record.id, entry), at: low)
+    }
+
+    /// Priority first, then age, then id.
+    private static func runsBefore(_ a: (Adopted, String), _ b: (Adopted, String)) -> Bool {
+        if a.0.priority != b.0.priority { return a.0.priority > b.0.priority }
+        if a.0.createdAt != b.0.createdAt { return a.0.createdAt < b.0.createdAt }
+        return a.1 < b.1
     }
 
     private func pump() {
         guard !isShutDown else { return }
         let limit = max(1, context.configuration.maxConcurrentDownloads)
-        while running.count < limit {
-            let candidates = adopted.filter { running[$0.key] == nil }
-            guard let next = candidates.min(by: { a, b in
-                if a.value.priority != b.value.priority { return a.value.priority > b.value.priority }
-                if a.value.createdAt != b.value.createdAt { return a.value.createdAt < b.value.createdAt }
-                return a.key < b.key
-            }) else { break }
-            launch(next.key)
+        while running.count < limit, let next = waiting.popLast() {
+            // Entries are dropped lazily: paused, cancelled or already running ones are skipped.
+            guard let entry = adopted[next.id], entry.priority == next.entry.priority, entry.createdAt == next.entry.createdAt,
+                  running[next.id] == nil else { continue }
+            launch(next.id)
         }
         if drainsQueue, adopted.count - running.count < limit { refill() }
     }

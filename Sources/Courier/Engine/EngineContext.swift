@@ -40,8 +40,14 @@ enum RunOutcome: Sendable {
 }
 
 extension RunOutcome {
-    /// Whether the run may still hold the record's lease (every outcome but a lease refused).
-    var releasesLease: Bool { if case .leasedElsewhere = self { return false } else { return true } }
+    /// Whether the run may still hold the record's lease: completed, failed and paused runs
+    /// cleared it in their final write, and a refused lease was never held.
+    var releasesLease: Bool {
+        switch self {
+        case .completed, .failed, .paused, .leasedElsewhere: return false
+        case .interrupted, .stoppedExternally: return true
+        }
+    }
 }
 
 /// Thrown inside a run when another owner holds the record's lease.

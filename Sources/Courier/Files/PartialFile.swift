@@ -158,6 +158,16 @@ public final class PartialFile {
         guard fsync(fd) == 0 else { throw Self.error(errno, "fsync", url) }
     }
 
+    /// Flushes, forces the bytes to stable storage on NIO's thread pool (fsync blocks; the
+    /// cooperative threads are few), and closes.
+    public func syncAndClose() async throws {
+        try flush()
+        let fd = self.fd
+        let url = self.url
+        try await Blocking.run { if fsync(fd) != 0 { throw Self.error(errno, "fsync", url) } }
+        try close()
+    }
+
     /// Flushes and closes. Safe to call twice.
     public func close() throws {
         guard fd >= 0 else { return }

@@ -131,7 +131,7 @@ extension DownloadRun {
         guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = terms.total }) != nil else {
             throw ExternalStop()
         }
-        try PartialFile.sync(partialURL)
+        try await Blocking.run { try PartialFile.sync(partialURL) }
         var current = try await db.record(id: id) ?? record
         current.totalBytes = terms.total
         let outcome = try await finish(record: current, length: PartialFile.length(at: partialURL), hasher: nil)

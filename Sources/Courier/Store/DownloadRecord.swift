@@ -88,6 +88,12 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
         self.connections = 1
     }
 
+    /// The record with this id, through a cached statement: the engine reads a record on
+    /// every state change, and building the query each time showed in profiles.
+    static func fetch(_ db: Database, id: String) throws -> DownloadRecord? {
+        try DownloadRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM \(databaseTableName) WHERE id = ?"), arguments: [id])
+    }
+
     /// The last error, rebuilt from its stored code and message.
     public var lastError: CourierError? {
         lastErrorCode.map { CourierError(.init(rawValue: $0), lastErrorMessage ?? "") }
