@@ -94,7 +94,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierMedia", "Courier", "CourierOrigin"]),

@@ -1,4 +1,8 @@
 import Foundation
+import CourierOrigin
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 
 @Suite(.serialized) struct DocCLITests {
@@ -38,5 +42,43 @@ import Testing
         _ = try await doc(["placeholders"])
         let bad = try await doc(["read", "bad.txt"])
         #expect(bad.status == 5 && bad.stderr.contains("E_ENCODING"))
+    }
+}
+
+/// `courier doc bytes` of a placeholder over HTTP, SIGKILLed mid-download: the next read
+/// resumes from the partial (a range request) and returns the right bytes.
+@Suite(.serialized) struct DocKillTests {
+    @Test func aKilledReadResumesFromThePartial() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("big.bin", size: 12 << 20)
+        var slow = Fault(); slow.bytesPerSecond = 3 << 20
+        w.origin.setFault(slow, for: "/big.bin")
+        let dir = w.base.appendingPathComponent("mirror")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        // The placeholder a listing would have made.
+        try Data(#"{"key":"big.bin","size":\#(data.count)}"#.utf8).write(to: dir.appendingPathComponent(".big.bin.courier"))
+        let args = ["doc", "bytes", "big.bin", "--dir", dir.path, "--remote", w.origin.url("")]
+
+        func partialBytes() -> Int {
+            let items = FileManager.default.enumerator(at: dir, includingPropertiesForKeys: [.fileSizeKey], options: [])?.allObjects as? [URL] ?? []
+            return items.filter { $0.lastPathComponent.hasSuffix(".partial") }
+                .compactMap { try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
+        }
+        let (p, out, err) = try CLITests.launch(args)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while partialBytes() < 3 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        kill(p.processIdentifier, SIGKILL)
+        _ = await CLITests.finish(p, out, err)
+        let kept = partialBytes()
+        #expect(kept >= 3 << 20 && kept < data.count)
+
+        w.origin.setFault(nil, for: "/big.bin")
+        w.origin.clearRequests()
+        let second = try await CLITests.run(args)
+        #expect(second.status == 0, "stderr: \(second.stderr)")
+        #expect(second.stdoutData == data)
+        let first = try #require(w.origin.requests.first { $0.path == "/big.bin" })
+        #expect(first.range.map { $0.hasPrefix("bytes=") && !$0.hasPrefix("bytes=0-") } == true, "\(first)")
     }
 }

@@ -102,7 +102,7 @@ public struct InputList: Sendable, Equatable {
     }
 
     private static func hex(_ value: String, line: Int) throws -> String {
-        do { return try Downloader.validateSHA256(value) } catch let e as CourierError {
+        do { return try SHA256Hex.validate(value) } catch let e as CourierError {
             throw CourierError(.invalidArgument, "line \(line): \(e.message)")
         }
     }

@@ -283,14 +283,16 @@ struct DownloadRun: Sendable {
             for try await buffer in body {
                 activity.touch()
                 let n = Int64(buffer.readableBytes)
+                if file.wouldWait(appending: buffer.readableBytes) { try await file.settle() }
                 if let expected = plan.expectedBodyLength, received + n > expected {
                     // Keep only what the server announced; the rest is not this file.
                     let keep = Int(expected - received)
                     try buffer.withUnsafeReadableBytes { raw in
                         let part = UnsafeRawBufferPointer(rebasing: raw[0..<keep])
-                        try file.append(part)
+                        try file.appendPipelined(part)
                         hasher?.update(bufferPointer: part)
                     }
+                    try await file.settle()
                     try file.flush()
                     throw CourierError(.bodyTooLong, "the server sent more than the \(expected) bytes it announced")
                 }
@@ -298,7 +300,7 @@ struct DownloadRun: Sendable {
                     throw CourierError(.bodyTooLong, "the body runs past the \(limit)-byte limit")
                 }
                 try buffer.withUnsafeReadableBytes { raw in
-                    try file.append(raw)
+                    try file.appendPipelined(raw)
                     hasher?.update(bufferPointer: raw)
                 }
                 received += n
@@ -312,8 +314,8 @@ struct DownloadRun: Sendable {
                 }
                 if now - lastPersist >= config.progressPersistInterval {
                     lastPersist = now
-                    try file.flush()   // bytes reach the file before the record claims them
-                    let length = file.logicalLength
+                    try await file.settle()
+                    let length = try file.checkpoint()   // bytes reach the file before the record claims them
                     guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { $0.bytesReceived = length }) else {
                         throw ExternalStop()
                     }
@@ -321,6 +323,9 @@ struct DownloadRun: Sendable {
                 }
             }
         } catch {
+            // Every way out waits for the background write first (a failed one cuts the file
+            // back to where it began), then writes what is staged.
+            try? await file.settle()
             try? file.flush()
             if error is CancellationError || Task.isCancelled || error is ExternalStop { throw error }
             // Persist what we have before reporting the failure.
@@ -330,6 +335,7 @@ struct DownloadRun: Sendable {
             throw error
         }
 
+        try await file.settle()
         try file.flush()
         let length = file.logicalLength
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,

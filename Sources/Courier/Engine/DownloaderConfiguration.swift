@@ -22,8 +22,9 @@ public struct DownloaderConfiguration: Sendable {
     public var progressEventInterval: Duration = .milliseconds(100)
     /// Redirects followed per request (default 5). Never from https to http.
     public var maxRedirects: Int = 5
-    /// The size of each gathered write to the partial file (default 2 MiB).
-    public var writeBufferSize: Int = 2 << 20
+    /// The size of each gathered write to the partial file (default 1 MiB; two such buffers,
+    /// one filling while the other is written).
+    public var writeBufferSize: Int = 1 << 20
     /// Restarts from zero in a row (200 to a range, changed validator, …) before failing.
     public var maxRestarts: Int = 5
 

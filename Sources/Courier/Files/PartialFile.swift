@@ -17,12 +17,25 @@ public final class PartialFile {
     /// The file's path.
     public let url: URL
     private var fd: Int32
-    private var staging: UnsafeMutableRawBufferPointer
+    /// The buffer bytes gather in; `spare` is the other one, written in the background.
+    private var current: StagingBuffer
+    private var spare: StagingBuffer
+    private var staging: UnsafeMutableRawBufferPointer { current.bytes }
+    /// The background write of a full buffer, and where it started (see ``appendPipelined(_:)``).
+    private var inFlight: Task<Bool, any Error>?
+    private var inFlightOffset: Int64 = 0
     private var staged = 0
     /// The offset at which the next flushed byte lands.
     private var writeOffset: Int64
     /// The bytes written to the file so far plus the staged ones.
     public private(set) var logicalLength: Int64
+    /// A second descriptor with `O_DIRECT`, where the file system allows it: whole aligned
+    /// blocks go to the disk without a copy into the page cache (the copy was most of a
+    /// download's CPU in profiles), and leave nothing for the final fsync to write.
+    private var direct: Descriptor?
+    private var directFD: Int32 { direct?.fd ?? -1 }
+    /// Direct writes start and end on multiples of this.
+    static let directAlignment = 4096
 
     /// Opens (creating it and its parent directories if needed) the partial file at `url`.
     public init(url: URL, bufferSize: Int = 2 << 20) throws {
@@ -42,9 +55,14 @@ public final class PartialFile {
             throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
         }
         self.fd = fd
-        self.staging = .allocate(byteCount: max(bufferSize, 64 << 10), alignment: 4096)
+        let size = (max(bufferSize, 64 << 10) + 4095) / 4096 * 4096
+        self.current = StagingBuffer(count: size)
+        self.spare = StagingBuffer(count: size)
         self.writeOffset = Int64(st.st_size)
+        self.unsyncedStart = Int64(st.st_size)
         self.logicalLength = Int64(st.st_size)
+        let directFD = Self.openDirect(url.path)
+        self.direct = directFD >= 0 ? Descriptor(directFD) : nil
     }
 
     /// Opens an existing (preallocated) partial file to write one segment of it, from
@@ -65,9 +83,14 @@ public final class PartialFile {
             throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
         }
         self.fd = fd
-        self.staging = .allocate(byteCount: max(bufferSize, 64 << 10), alignment: 4096)
+        let size = (max(bufferSize, 64 << 10) + 4095) / 4096 * 4096
+        self.current = StagingBuffer(count: size)
+        self.spare = StagingBuffer(count: size)
         self.writeOffset = offset
+        self.unsyncedStart = offset
         self.logicalLength = offset
+        let directFD = Self.openDirect(url.path)
+        self.direct = directFD >= 0 ? Descriptor(directFD) : nil
     }
 
     /// Creates (or reuses) the partial file at `url` with exactly `length` bytes reserved on
@@ -89,7 +112,7 @@ public final class PartialFile {
     }
 
     /// Bytes that reached the file (through ``flush()``): the offset the next flush writes at.
-    public var flushedLength: Int64 { writeOffset }
+    public var flushedLength: Int64 { inFlight == nil ? writeOffset : inFlightOffset }
 
     /// Forces a file's bytes to stable storage.
     public static func sync(_ url: URL) throws {
@@ -100,8 +123,22 @@ public final class PartialFile {
     }
 
     deinit {
-        staging.deallocate()
-        if fd >= 0 { _ = SystemLibc.close(fd) }
+        // A background write nobody settled may still use the descriptor: leave it open
+        // then (callers settle on every path; this is the last guard against a reused fd).
+        if fd >= 0, inFlight == nil { _ = SystemLibc.close(fd) }
+    }
+
+    /// `O_DIRECT` is not in Swift's Glibc module; its value is per architecture.
+    private static func openDirect(_ path: String) -> Int32 {
+        #if os(Linux) && arch(x86_64)
+        let oDirect: Int32 = 0o40000
+        #elseif os(Linux) && arch(arm64)
+        let oDirect: Int32 = 0o200000
+        #else
+        let oDirect: Int32 = 0
+        #endif
+        guard oDirect != 0, ProcessInfo.processInfo.environment["COURIER_NO_DIRECT_IO"] == nil else { return -1 }
+        return open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | oDirect)
     }
 
     /// The length of the file on disk at `url` (0 when it does not exist).
@@ -117,6 +154,7 @@ public final class PartialFile {
         guard ftruncate(fd, off_t(length)) == 0 else { throw Self.error(errno, "truncate", url) }
         writeOffset = length
         logicalLength = length
+        unsyncedStart = length
     }
 
     /// Appends bytes; they reach the file when the buffer fills or on ``flush()``.
@@ -129,27 +167,168 @@ public final class PartialFile {
             staged += n
             logicalLength += Int64(n)
             remaining = UnsafeRawBufferPointer(rebasing: remaining[n...])
-            if staged == staging.count { try flush() }
+            if staged == staging.count { try write(keepingUnalignedTail: true) }
         }
     }
 
+    /// Whether appending `count` bytes would fill the buffer while the other one is still
+    /// being written: call ``settle()`` first, so the write can go on in the background.
+    public func wouldWait(appending count: Int) -> Bool {
+        inFlight != nil && staged + count >= staging.count
+    }
+
+    /// Appends bytes; a full buffer is written in the background (on NIO's thread pool,
+    /// straight to the disk with direct I/O) while the next one fills, so the network and
+    /// the disk work at once. Call ``settle()`` before anything that needs the bytes in the
+    /// file (a checkpoint, the final flush) and on every way out.
+    public func appendPipelined(_ bytes: UnsafeRawBufferPointer) throws {
+        var remaining = bytes
+        while !remaining.isEmpty {
+            let n = min(staging.count - staged, remaining.count)
+            UnsafeMutableRawBufferPointer(rebasing: staging[staged..<(staged + n)]).copyMemory(from: UnsafeRawBufferPointer(rebasing: remaining[0..<n]))
+            staged += n
+            logicalLength += Int64(n)
+            remaining = UnsafeRawBufferPointer(rebasing: remaining[n...])
+            guard staged == staging.count else { continue }
+            let align = Self.directAlignment
+            if let direct, inFlight == nil, writeOffset % Int64(align) == 0 {
+                // Hand the full buffer to a background write; go on filling the other one.
+                let job = current, length = staged, offset = writeOffset, fd = fd
+                current = spare
+                spare = job
+                staged = 0
+                inFlightOffset = offset
+                writeOffset += Int64(length)
+                inFlight = Self.launch(job, length: length, at: offset, direct: direct, buffered: fd, url: url)
+            } else {
+                try write(keepingUnalignedTail: true)
+            }
+        }
+    }
+
+    /// Waits for the background write, if any. When it failed, the file is cut back to
+    /// where that write began (no hole, no bytes past it) and its error is thrown.
+    public func settle() async throws {
+        guard let job = inFlight else { return }
+        inFlight = nil
+        do {
+            if try await job.value == false { direct = nil }   // direct I/O refused: buffered from now on
+        } catch {
+            staged = 0
+            writeOffset = inFlightOffset
+            logicalLength = inFlightOffset
+            _ = ftruncate(fd, off_t(inFlightOffset))
+            throw error
+        }
+        startWriteBehindIfDue()
+    }
+
+    private static func launch(_ job: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) -> Task<Bool, any Error> {
+        Task { try await Blocking.run { try writeWhole(job, length: length, at: offset, direct: direct, buffered: buffered, url: url) } }
+    }
+
+    /// A background write: the whole buffer at `offset`, directly when the file system
+    /// takes it (returns true), else buffered (returns false).
+    private static func writeWhole(_ buffer: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) throws -> Bool {
+        var written = 0
+        var useDirect = true
+        while written < length {
+            let n = pwrite(useDirect ? direct.fd : buffered, buffer.bytes.baseAddress! + written, length - written, off_t(offset + Int64(written)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EINVAL, useDirect, written == 0 { useDirect = false; continue }
+                throw error(errno, "write", url)
+            }
+            written += n
+        }
+        return useDirect
+    }
+
+    /// Bytes written since the last write-behind request, and where they start.
+    private var unsyncedStart: Int64 = -1
+    /// How many written bytes make the kernel start writing them back (see `WriteBehind`).
+    static let writeBehindChunk: Int64 = 16 << 20
+
     /// Writes the staged bytes to the file (not yet to stable storage: see ``sync()``).
     public func flush() throws {
-        var done = 0
-        while done < staged {
-            let n = pwrite(fd, staging.baseAddress! + done, staged - done, off_t(writeOffset))
+        try write(keepingUnalignedTail: false)
+    }
+
+    /// Writes what can go to the file in whole aligned blocks, keeping a short unaligned
+    /// tail staged, so the next writes stay aligned for direct I/O. Returns the length the
+    /// file holds (``flushedLength``): what a progress checkpoint may claim.
+    @discardableResult
+    public func checkpoint() throws -> Int64 {
+        // Not with a background write under way: its bytes are not known to be there yet.
+        guard inFlight == nil else { return inFlightOffset }
+        try write(keepingUnalignedTail: directFD >= 0)
+        return writeOffset
+    }
+
+    private func write(keepingUnalignedTail: Bool) throws {
+        defer { startWriteBehindIfDue() }
+        let align = Self.directAlignment
+        do {
+            if directFD >= 0, staged > 0 {
+                // Buffered up to the next aligned offset; then whole blocks straight to the disk
+                // from the (aligned) start of the staging buffer.
+                let head = min(staged, (align - Int(writeOffset % Int64(align))) % align)
+                if head > 0 { try pwriteAll(fd, count: head); shiftStaging(by: head) }
+                let blocks = staged / align * align
+                if blocks > 0 {
+                    do {
+                        try pwriteAll(directFD, count: blocks)
+                        shiftStaging(by: blocks)
+                    } catch is DirectIORefused {
+                        // The file system took the open but refuses the writes: buffered from now on.
+                        direct = nil
+                    }
+                }
+            }
+            // A short tail may wait for more bytes, to keep the next direct write aligned.
+            let keepTail = keepingUnalignedTail && directFD >= 0 && writeOffset % Int64(align) == 0 && staged < align
+            if staged > 0, !keepTail {
+                try pwriteAll(fd, count: staged)
+                staged = 0
+            }
+        } catch {
+            // Keep what reached the file; the staged rest is lost and the length says so.
+            staged = 0
+            logicalLength = writeOffset
+            throw error
+        }
+    }
+
+    /// Drops `n` written bytes from the front of the staging buffer.
+    private func shiftStaging(by n: Int) {
+        if staged > n { staging.baseAddress!.copyMemory(from: staging.baseAddress! + n, byteCount: staged - n) }
+        staged -= n
+    }
+
+    private struct DirectIORefused: Error {}
+
+    /// Writes the first `count` staged bytes at the write offset, advancing it.
+    private func pwriteAll(_ descriptor: Int32, count: Int) throws {
+        var written = 0
+        while written < count {
+            let n = pwrite(descriptor, staging.baseAddress! + written, count - written, off_t(writeOffset))
             if n < 0 {
                 if errno == EINTR { continue }
                 let err = errno
-                // Keep what reached the file; the staged rest is lost and the length says so.
-                staged = 0
-                logicalLength = writeOffset
+                if descriptor == directFD, err == EINVAL, written == 0 { throw DirectIORefused() }
                 throw Self.error(err, "write", url)
             }
-            done += n
+            written += n
             writeOffset += Int64(n)
         }
-        staged = 0
+    }
+
+    private func startWriteBehindIfDue() {
+        if unsyncedStart < 0 || unsyncedStart > writeOffset { unsyncedStart = writeOffset }
+        if writeOffset - unsyncedStart >= Self.writeBehindChunk {
+            WriteBehind.start(fd: fd, offset: unsyncedStart, length: writeOffset - unsyncedStart)
+            unsyncedStart = writeOffset
+        }
     }
 
     /// Flushes and forces the bytes to stable storage.
@@ -170,8 +349,11 @@ public final class PartialFile {
 
     /// Flushes and closes. Safe to call twice.
     public func close() throws {
-        guard fd >= 0 else { return }
-        defer { _ = SystemLibc.close(fd); fd = -1 }
+        guard fd >= 0, inFlight == nil else { return }
+        defer {
+            _ = SystemLibc.close(fd); fd = -1
+            direct = nil
+        }
         try flush()
     }
 
@@ -211,3 +393,17 @@ private enum SystemLibc { static func close(_ fd: Int32) -> Int32 { Glibc.close(
 #elseif canImport(Darwin)
 private enum SystemLibc { static func close(_ fd: Int32) -> Int32 { Darwin.close(fd) } }
 #endif
+
+/// Staging memory that a background write may still be reading: freed with its last user.
+final class StagingBuffer: @unchecked Sendable { // written by one side at a time (PartialFile hands it over)
+    let bytes: UnsafeMutableRawBufferPointer
+    init(count: Int) { bytes = .allocate(byteCount: count, alignment: 4096) }
+    deinit { bytes.deallocate() }
+}
+
+/// A file descriptor closed with its last user, so a background write never races a close.
+final class Descriptor: Sendable {
+    let fd: Int32
+    init(_ fd: Int32) { self.fd = fd }
+    deinit { _ = SystemLibc.close(fd) }
+}

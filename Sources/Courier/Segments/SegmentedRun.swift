@@ -259,7 +259,7 @@ extension DownloadRun {
         for try await buffer in body {
             activity.touch()
             if clock.now - lastFlush >= flushEvery {
-                try file.flush()
+                try file.checkpoint()
                 lastFlush = clock.now
             }
             let end = board.end(of: index)
