@@ -9,10 +9,14 @@ import Darwin
 
 /// The `.partial` file a download writes into.
 ///
-/// Bytes are gathered into a large buffer (2 MiB by default) and written with one `pwrite`
-/// each: one write per network buffer was measured ~20 % slower than curl (design.md).
+/// Bytes are gathered into a large buffer and written with one `pwrite` each: one write per
+/// network buffer was measured ~20 % slower than curl (design.md). Beyond design.md: where
+/// the file system allows `O_DIRECT`, whole aligned blocks skip the page cache (the copy into
+/// it was most of a download's CPU in profiles), and with ``appendPipelined(_:)`` a full
+/// buffer is written on NIO's thread pool while a second one fills (BENCHMARKS.md). Unaligned
+/// heads and tails go through the page cache, with early write-back (`WriteBehind`).
 /// The file is opened with `O_NOFOLLOW`, so a symlink planted at its path is refused.
-/// Not thread-safe: one download task owns it.
+/// Not thread-safe: one download task owns it (a background write owns only its buffer).
 public final class PartialFile {
     /// The file's path.
     public let url: URL
@@ -37,51 +41,23 @@ public final class PartialFile {
     /// Direct writes start and end on multiples of this.
     static let directAlignment = 4096
 
-    /// Opens (creating it and its parent directories if needed) the partial file at `url`.
-    public init(url: URL, bufferSize: Int = 2 << 20) throws {
-        self.url = url
+    /// Opens (creating it and its parent directories if needed) the partial file at `url`;
+    /// writing goes on at its end.
+    public convenience init(url: URL, bufferSize: Int = 1 << 20) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            let err = errno
-            if err == ELOOP {
-                throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it")
-            }
-            throw Self.error(err, "open", url)
-        }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            _ = SystemLibc.close(fd)
-            throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
-        }
-        self.fd = fd
-        let size = (max(bufferSize, 64 << 10) + 4095) / 4096 * 4096
-        self.current = StagingBuffer(count: size)
-        self.spare = StagingBuffer(count: size)
-        self.writeOffset = Int64(st.st_size)
-        self.unsyncedStart = Int64(st.st_size)
-        self.logicalLength = Int64(st.st_size)
-        let directFD = Self.openDirect(url.path)
-        self.direct = directFD >= 0 ? Descriptor(directFD) : nil
+        let (fd, size) = try Self.openRegular(url, flags: O_CREAT)
+        self.init(url: url, fd: fd, writingAt: size, bufferSize: bufferSize)
     }
 
     /// Opens an existing (preallocated) partial file to write one segment of it, from
     /// `offset` on: nothing is truncated, and bytes land at their own offsets.
-    public init(segmentOf url: URL, writingAt offset: Int64, bufferSize: Int = 1 << 20) throws {
+    public convenience init(segmentOf url: URL, writingAt offset: Int64, bufferSize: Int = 1 << 20) throws {
+        let (fd, _) = try Self.openRegular(url, flags: 0)
+        self.init(url: url, fd: fd, writingAt: offset, bufferSize: bufferSize)
+    }
+
+    private init(url: URL, fd: Int32, writingAt offset: Int64, bufferSize: Int) {
         self.url = url
-        let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            let err = errno
-            if err == ELOOP {
-                throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it")
-            }
-            throw Self.error(err, "open", url)
-        }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            _ = SystemLibc.close(fd)
-            throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
-        }
         self.fd = fd
         let size = (max(bufferSize, 64 << 10) + 4095) / 4096 * 4096
         self.current = StagingBuffer(count: size)
@@ -91,6 +67,24 @@ public final class PartialFile {
         self.logicalLength = offset
         let directFD = Self.openDirect(url.path)
         self.direct = directFD >= 0 ? Descriptor(directFD) : nil
+    }
+
+    /// Opens a regular file for writing without following a symlink; returns it and its size.
+    private static func openRegular(_ url: URL, flags: Int32) throws -> (Int32, Int64) {
+        let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | flags, 0o644)
+        guard fd >= 0 else {
+            let err = errno
+            if err == ELOOP {
+                throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it")
+            }
+            throw error(err, "open", url)
+        }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
+            _ = SystemLibc.close(fd)
+            throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
+        }
+        return (fd, Int64(st.st_size))
     }
 
     /// Creates (or reuses) the partial file at `url` with exactly `length` bytes reserved on
