@@ -15,9 +15,11 @@ import Glibc
     @Test func twoResumeAllProcessesNeverRunTheSameRecord() async throws {
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
-        let count = 6, size = 3 << 20
+        // More records than a page of the queue (4 × 4 here), so the processes also page
+        // past records the other one has claimed meanwhile.
+        let count = 40, size = 300_000
         var files: [String: Data] = [:]
-        var slow = Fault(); slow.bytesPerSecond = 2 << 20
+        var slow = Fault(); slow.bytesPerSecond = 400_000
         for i in 0..<count {
             let name = "f\(i).bin"
             files[name] = try w.serve(name, size: size + i * 1000)

@@ -91,6 +91,20 @@ public actor Downloader {
         return ids
     }
 
+    /// ``resumePendingDownloads(includePaused:includeFailed:)`` for queues of any length:
+    /// returns how many it queued instead of their ids, so not even the ids are loaded.
+    @discardableResult
+    public func resumeAllPending(includePaused: Bool = false, includeFailed: Bool = false) async throws -> Int {
+        try checkOpen()
+        var states: [DownloadState] = [.queued, .downloading]
+        if includePaused { states.append(.paused) }
+        if includeFailed { states.append(.failed) }
+        let count = try await context.database.requeueCount(states: states, owner: context.owner, excluding: Set(running.keys))
+        drainsQueue = true
+        pump()
+        return count
+    }
+
     /// Adds a download, or brings an existing one with the same id back to life: a paused,
     /// failed or interrupted one resumes; a completed one whose final file is gone or of the
     /// wrong size downloads again; a completed one whose file is in place is returned as is.
@@ -285,6 +299,10 @@ public actor Downloader {
 
     /// Ids running right now.
     public var runningIDs: Set<String> { Set(running.keys) }
+
+    /// Whether nothing runs, nothing waits, and the database's queue holds nothing this
+    /// downloader can take (records another process claimed are not its to wait for).
+    public var isIdle: Bool { running.isEmpty && adopted.isEmpty && !drainsQueue && !refilling }
 
     /// Downloads held in memory to run (running or next in line): a page of the queue.
     var adoptedCount: Int { adopted.count }

@@ -179,6 +179,15 @@ extension CourierDatabase {
     /// failed ones start with a fresh attempt count. Returns the queued ids in scheduling
     /// order: ids only, not records, so a long queue is never loaded whole.
     public func requeue(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>) async throws -> [String] {
+        try await requeue(states: states, owner: owner, excluding: excluding, ids: true).ids
+    }
+
+    /// ``requeue(states:owner:excluding:)`` that returns how many are queued, not their ids.
+    public func requeueCount(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>) async throws -> Int {
+        try await requeue(states: states, owner: owner, excluding: excluding, ids: false).count
+    }
+
+    private func requeue(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>, ids wantIDs: Bool) async throws -> (ids: [String], count: Int) {
         try await write { db in
             let table = DownloadRecord.databaseTableName
             let now = Date()
@@ -201,9 +210,14 @@ extension CourierDatabase {
                     lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
                 WHERE state IN (\(stateList))\(skipList)
                 """, arguments: arguments)
-            return try String.fetchAll(db, sql: """
+            if !wantIDs {
+                let count = try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE state = 'queued'\(skipList)", arguments: StatementArguments(skip)) ?? 0
+                return ([], count)
+            }
+            let ids = try String.fetchAll(db, sql: """
                 SELECT id FROM \(table) WHERE state = 'queued'\(skipList) ORDER BY priority DESC, createdAt, id
                 """, arguments: StatementArguments(skip))
+            return (ids, ids.count)
         }
     }
 

@@ -54,12 +54,13 @@ struct Resume: AsyncParsableCommand {
             // live lease) are left to it. One event stream follows them all, subscribed
             // before anything starts so no final event is missed.
             let events = downloader.events()
-            let ids = try await downloader.resumePendingDownloads(includePaused: true, includeFailed: true)
-            if ids.isEmpty {
+            let count = try await downloader.resumeAllPending(includePaused: true, includeFailed: true)
+            if count == 0 {
                 await downloader.shutdown()
                 return Terminal.out("Nothing to resume.")
             }
-            let code = await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: ids)
+            // Counted, not listed: every download this engine runs is one of them.
+            let code = await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: PendingDownloads(count: count))
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
             throw failure(error)

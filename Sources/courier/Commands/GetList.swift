@@ -62,7 +62,7 @@ struct ListDownload {
                 Terminal.error("courier: \(record.id): running in another process; left to it")
             }
         }
-        return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: pending, settled: settled)
+        return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: PendingDownloads(ids: pending), settled: settled)
     }
 }
 
@@ -75,11 +75,11 @@ struct BatchWatch {
 
     /// Follows `pending` until each ends; `settled` downloads were done or left to another
     /// process before (counted in the summary).
-    func watch(_ events: AsyncStream<DownloadEvent>, pending ids: [String], settled: Int = 0) async -> Int32 {
-        var pending = Set(ids)
+    func watch(_ events: AsyncStream<DownloadEvent>, pending: PendingDownloads, settled: Int = 0) async -> Int32 {
+        var pending = pending
         var done = settled, failed = 0, elsewhere = 0
         var worst = ExitCodes.success
-        let total = ids.count + settled
+        let total = pending.count + settled
         let interrupted = InterruptFlag()
         let downloader = self.downloader
         let signals = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
@@ -93,11 +93,26 @@ struct BatchWatch {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
+        // A download another process claimed between our queueing and our turn sends no
+        // event here: once the engine has nothing left to run, the rest is left to others.
+        let idleWatch = Task {
+            var idleTicks = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                idleTicks = await downloader.isIdle ? idleTicks + 1 : 0
+                if idleTicks >= 2 { await downloader.shutdown(); return }
+            }
+        }
+        defer { idleWatch.cancel() }
 
+        // Bytes of the downloads under way, and of those that ended: the summary costs the
+        // running few, not every download seen.
         var bytes: [String: Int64] = [:]
+        var endedBytes: Int64 = 0
         var summary = SummaryLine(total: total)
         func fail(_ id: String, _ error: CourierError, paused: Bool) {
-            pending.remove(id)
+            _ = pending.remove(id)
+            endedBytes += bytes.removeValue(forKey: id) ?? 0
             failed += 1
             Terminal.error("courier: \(id): \(paused ? "paused: " : "")\(error.code.rawValue): \(error.message)")
             let code = ExitCodes.code(for: error.code)
@@ -109,9 +124,10 @@ struct BatchWatch {
                 case let .progress(p):
                     bytes[p.id] = p.bytesReceived
                 case let .completed(record):
-                    guard pending.remove(record.id) != nil else { break }
+                    guard pending.remove(record.id) else { break }
                     done += 1
-                    bytes[record.id] = record.bytesReceived
+                    bytes[record.id] = nil
+                    endedBytes += record.bytesReceived
                     summary.clear()
                     Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived))\(record.expectedSHA256 != nil ? ", SHA-256 verified" : ""))")
                 case let .failed(id, error):
@@ -119,7 +135,8 @@ struct BatchWatch {
                     summary.clear()
                     fail(id, error, paused: false)
                 case let .stateChanged(id, _, error?) where error.code == .leased:
-                    guard pending.remove(id) != nil else { break }
+                    guard pending.remove(id) else { break }
+                    bytes[id] = nil
                     elsewhere += 1
                     summary.clear()
                     Terminal.error("courier: \(id): running in another process; left to it")
@@ -128,22 +145,46 @@ struct BatchWatch {
                     summary.clear()
                     fail(id, error ?? CourierError(.paused, "paused"), paused: true)
                 case let .cancelled(id):
-                    guard pending.remove(id) != nil else { break }
+                    guard pending.remove(id) else { break }
+                    bytes[id] = nil
                     failed += 1
                 default:
                     break
                 }
-                if !quiet { summary.show(done: done, failed: failed, bytes: bytes.values.reduce(0, +)) }
+                if !quiet { summary.show(done: done, failed: failed, bytes: endedBytes + bytes.values.reduce(0, +)) }
                 if pending.isEmpty || interrupted.isSet { break }
             }
         }
         summary.clear()
         await downloader.shutdown()
-        let left = pending.count
+        let left = interrupted.isSet ? pending.count : 0
+        elsewhere += interrupted.isSet ? 0 : pending.count
         Terminal.error("\(done) of \(total) downloaded" + (failed > 0 ? ", \(failed) failed" : "") + (elsewhere > 0 ? ", \(elsewhere) left to another process" : "")
                        + (left > 0 ? ", \(left) stopped (run the same command again to resume them)" : ""))
         if interrupted.isSet, left > 0 { return ExitCodes.interrupted }
         return worst
+    }
+}
+
+/// The downloads a batch waits for: by id (`get -i`), or just how many (`resume --all`,
+/// where every download the engine runs is one of them and a queue of any length costs
+/// nothing to follow). Each download ends with one final event.
+struct PendingDownloads {
+    private var ids: Set<String>?
+    private(set) var count: Int
+
+    init(ids: [String]) { self.ids = Set(ids); count = self.ids!.count }
+    init(count: Int) { ids = nil; self.count = count }
+
+    var isEmpty: Bool { count <= 0 }
+    func contains(_ id: String) -> Bool { ids?.contains(id) ?? true }
+
+    /// Counts `id` as ended; false when it was not pending.
+    mutating func remove(_ id: String) -> Bool {
+        if ids != nil { guard ids!.remove(id) != nil else { return false } }
+        guard count > 0 else { return false }
+        count -= 1
+        return true
     }
 }
 
