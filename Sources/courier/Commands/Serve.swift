@@ -28,6 +28,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .long, help: "Accept PUT (store the body as a file) and DELETE.")
     var writable = false
 
+    @Option(name: .long, help: "Send bodies at most this many bytes per second per connection (every path; ?rate= overrides).")
+    var rate: Int64?
+
     func run() async throws {
         var isDir: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue else {
@@ -35,6 +38,11 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(ExitCodes.storage)
         }
         let origin = try await CourierOrigin.start(directory: URL(fileURLWithPath: directory), host: host, port: port, writable: writable)
+        if let rate, rate > 0 {
+            var throttle = Fault()
+            throttle.bytesPerSecond = rate
+            origin.setDefaultFault(throttle)
+        }
         Terminal.out("Serving \(directory) at http://\(host):\(origin.port)/ (Ctrl-C stops)")
         let (stop, continuation) = AsyncStream<Void>.makeStream()
         let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
