@@ -82,13 +82,16 @@ public actor Downloader {
     @discardableResult
     public func resumePendingDownloads(includePaused: Bool = false, includeFailed: Bool = false) async throws -> [String] {
         try checkOpen()
-        var states: [DownloadState] = [.queued, .downloading]
-        if includePaused { states.append(.paused) }
-        if includeFailed { states.append(.failed) }
-        let ids = try await context.database.requeue(states: states, owner: context.owner, excluding: Set(running.keys))
+        let ids = try await context.database.requeue(states: Self.pendingStates(includePaused, includeFailed), owner: context.owner,
+                                                     excluding: Set(running.keys))
         drainsQueue = true
         pump()
         return ids
+    }
+
+    /// Queued and interrupted, plus paused and failed when asked.
+    private static func pendingStates(_ includePaused: Bool, _ includeFailed: Bool) -> [DownloadState] {
+        [.queued, .downloading] + (includePaused ? [.paused] : []) + (includeFailed ? [.failed] : [])
     }
 
     /// ``resumePendingDownloads(includePaused:includeFailed:)`` for queues of any length:
@@ -96,10 +99,8 @@ public actor Downloader {
     @discardableResult
     public func resumeAllPending(includePaused: Bool = false, includeFailed: Bool = false) async throws -> Int {
         try checkOpen()
-        var states: [DownloadState] = [.queued, .downloading]
-        if includePaused { states.append(.paused) }
-        if includeFailed { states.append(.failed) }
-        let count = try await context.database.requeueCount(states: states, owner: context.owner, excluding: Set(running.keys))
+        let count = try await context.database.requeueCount(states: Self.pendingStates(includePaused, includeFailed), owner: context.owner,
+                                                            excluding: Set(running.keys))
         drainsQueue = true
         pump()
         return count
