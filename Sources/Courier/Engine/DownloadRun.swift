@@ -307,7 +307,7 @@ struct DownloadRun: Sendable {
                 let now = clock.now
                 if now - lastEvent >= config.progressEventInterval {
                     lastEvent = now
-                    let t = Self.seconds(now - started)
+                    let t = (now - started).timeInterval
                     meter.record(bytes: file.logicalLength, at: t)
                     context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: file.logicalLength, totalBytes: plan.totalBytes,
                                                                    bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: plan.totalBytes))))
@@ -454,10 +454,6 @@ struct DownloadRun: Sendable {
 
     static func isRetriable(_ error: CourierError) -> Bool {
         [.network, .timeout, .shortBody, .httpServerError, .malformedHeader].contains(error.code)
-    }
-
-    static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 
     static func hex(_ digest: SHA256.Digest) -> String {

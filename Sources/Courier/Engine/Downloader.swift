@@ -81,29 +81,25 @@ public actor Downloader {
     /// a queue of thousands is never loaded whole.
     @discardableResult
     public func resumePendingDownloads(includePaused: Bool = false, includeFailed: Bool = false) async throws -> [String] {
-        try checkOpen()
-        let ids = try await context.database.requeue(states: Self.pendingStates(includePaused, includeFailed), owner: context.owner,
-                                                     excluding: Set(running.keys))
-        drainsQueue = true
-        pump()
-        return ids
+        try await requeuePending(includePaused, includeFailed, listingIDs: true).ids
     }
 
-    /// Queued and interrupted, plus paused and failed when asked.
-    private static func pendingStates(_ includePaused: Bool, _ includeFailed: Bool) -> [DownloadState] {
-        [.queued, .downloading] + (includePaused ? [.paused] : []) + (includeFailed ? [.failed] : [])
+    /// Requeues queued and interrupted records, plus paused and failed ones when asked, and
+    /// lets the scheduler page through the queue.
+    private func requeuePending(_ includePaused: Bool, _ includeFailed: Bool, listingIDs: Bool) async throws -> (ids: [String], count: Int) {
+        try checkOpen()
+        let states: [DownloadState] = [.queued, .downloading] + (includePaused ? [.paused] : []) + (includeFailed ? [.failed] : [])
+        let result = try await context.database.requeue(states: states, owner: context.owner, excluding: Set(running.keys), listingIDs: listingIDs)
+        drainsQueue = true
+        pump()
+        return result
     }
 
     /// ``resumePendingDownloads(includePaused:includeFailed:)`` for queues of any length:
     /// returns how many it queued instead of their ids, so not even the ids are loaded.
     @discardableResult
     public func resumeAllPending(includePaused: Bool = false, includeFailed: Bool = false) async throws -> Int {
-        try checkOpen()
-        let count = try await context.database.requeueCount(states: Self.pendingStates(includePaused, includeFailed), owner: context.owner,
-                                                            excluding: Set(running.keys))
-        drainsQueue = true
-        pump()
-        return count
+        try await requeuePending(includePaused, includeFailed, listingIDs: false).count
     }
 
     /// Adds a download, or brings an existing one with the same id back to life: a paused,
@@ -156,7 +152,7 @@ public actor Downloader {
             _ = try URLPolicy.validate(request.url)
             let destination = try SafePath.validateRelative(request.destination)
             return Prepared(request: request, id: id, destination: destination, partial: destination + ".partial",
-                            sha: try request.sha256.map(Self.validateSHA256), redactedURL: Redactor.redact(url: request.url),
+                            sha: try request.sha256.map(SHA256Hex.validate), redactedURL: Redactor.redact(url: request.url),
                             connections: max(1, min(request.connections ?? context.configuration.connectionsPerDownload, 16)))
         }
         let runningHere = Set(running.keys)
@@ -506,9 +502,5 @@ public actor Downloader {
 
     private func checkOpen() throws {
         if isShutDown { throw CourierError(.invalidState, "the downloader was shut down") }
-    }
-
-    static func validateSHA256(_ text: String) throws -> String {
-        try SHA256Hex.validate(text)
     }
 }

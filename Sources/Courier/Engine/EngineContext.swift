@@ -15,8 +15,7 @@ struct EngineContext: Sendable {
 
     /// The lease's expiry if renewed now.
     func leaseExpiry() -> Date {
-        let d = configuration.leaseDuration.components
-        return Date().addingTimeInterval(Double(d.seconds) + Double(d.attoseconds) / 1e18)
+        Date().addingTimeInterval(configuration.leaseDuration.timeInterval)
     }
 
     /// The absolute URL of a path relative to the root directory.

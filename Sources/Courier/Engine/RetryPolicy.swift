@@ -25,16 +25,12 @@ public struct RetryPolicy: Sendable, Equatable {
     /// half the exponential step fixed and half random, so retries never bunch up and never
     /// spin. A server's `Retry-After` wins when it is longer.
     public func delay(afterFailures failures: Int, retryAfter: TimeInterval?, random: Double = Double.random(in: 0...1)) -> Duration {
-        let base = seconds(baseDelay), cap = seconds(maxDelay)
+        let base = baseDelay.timeInterval, cap = maxDelay.timeInterval
         let exponential = min(cap, base * pow(2, Double(max(0, failures - 1))))
         var delay = exponential / 2 + exponential / 2 * min(1, max(0, random))
         if let retryAfter {
-            delay = max(delay, min(retryAfter, seconds(maxRetryAfter)))
+            delay = max(delay, min(retryAfter, maxRetryAfter.timeInterval))
         }
         return .milliseconds(Int64((delay * 1000).rounded()))
-    }
-
-    private func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
     }
 }

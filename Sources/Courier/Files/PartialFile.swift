@@ -239,7 +239,7 @@ public final class PartialFile {
     }
 
     /// Bytes written since the last write-behind request, and where they start.
-    private var unsyncedStart: Int64 = -1
+    private var unsyncedStart: Int64
     /// How many written bytes make the kernel start writing them back (see `WriteBehind`).
     static let writeBehindChunk: Int64 = 16 << 20
 
@@ -318,17 +318,11 @@ public final class PartialFile {
     }
 
     private func startWriteBehindIfDue() {
-        if unsyncedStart < 0 || unsyncedStart > writeOffset { unsyncedStart = writeOffset }
+        if unsyncedStart > writeOffset { unsyncedStart = writeOffset }   // cut back by a failed write
         if writeOffset - unsyncedStart >= Self.writeBehindChunk {
             WriteBehind.start(fd: fd, offset: unsyncedStart, length: writeOffset - unsyncedStart)
             unsyncedStart = writeOffset
         }
-    }
-
-    /// Flushes and forces the bytes to stable storage.
-    public func sync() throws {
-        try flush()
-        guard fsync(fd) == 0 else { throw Self.error(errno, "fsync", url) }
     }
 
     /// Flushes, forces the bytes to stable storage on NIO's thread pool (fsync blocks; the

@@ -150,7 +150,7 @@ extension DownloadRun {
             let now = ContinuousClock.now
             let kept = board.received
             if kept != lastKept { outer?.touch(); lastKept = kept }
-            meter.record(bytes: kept, at: Self.seconds(now - started))
+            meter.record(bytes: kept, at: (now - started).timeInterval)
             context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: kept, totalBytes: terms.total,
                                                            bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: terms.total))))
             if now - lastPersist >= config.progressPersistInterval {
@@ -199,8 +199,7 @@ extension DownloadRun {
         while true {
             var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity"), ("Range", segment.rangeHeader)]
             if let ifRange = terms.ifRange { headers.append(("If-Range", ifRange)) }
-            let record = try await db.record(id: id)
-            if let authorizer = context.authorizer, let record, current.origin == url.origin {
+            if let authorizer = context.authorizer, current.origin == url.origin, let record = try await db.record(id: id) {
                 headers += try await authorizer.headers(for: record, url: current)
             }
             let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))

@@ -178,16 +178,10 @@ extension CourierDatabase {
     /// one commit), except those another live owner leases and those in `excluding`;
     /// failed ones start with a fresh attempt count. Returns the queued ids in scheduling
     /// order: ids only, not records, so a long queue is never loaded whole.
-    public func requeue(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>) async throws -> [String] {
-        try await requeue(states: states, owner: owner, excluding: excluding, ids: true).ids
-    }
-
-    /// ``requeue(states:owner:excluding:)`` that returns how many are queued, not their ids.
-    public func requeueCount(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>) async throws -> Int {
-        try await requeue(states: states, owner: owner, excluding: excluding, ids: false).count
-    }
-
-    private func requeue(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>, ids wantIDs: Bool) async throws -> (ids: [String], count: Int) {
+    ///
+    /// With `listingIDs: false`, only the count: not even the ids are read.
+    public func requeue(states: [DownloadState], owner: LeaseOwner, excluding: Set<String>,
+                        listingIDs wantIDs: Bool = true) async throws -> (ids: [String], count: Int) {
         try await write { db in
             let table = DownloadRecord.databaseTableName
             let now = Date()

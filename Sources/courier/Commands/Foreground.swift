@@ -16,16 +16,7 @@ struct Foreground {
     /// Watches `ids` until each completes, fails, or pauses; returns the exit code.
     func watch(_ ids: [String], paths: [String: String] = [:]) async -> Int32 {
         let interrupted = InterruptFlag()
-        let signals = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                guard interrupted.set() else { return }
-                Task { for id in ids { try? await downloader.pause(id: id) } }
-            }
-            source.resume()
-            return source
-        }
+        let signals = interrupted.onFirstSignal { Task { for id in ids { try? await downloader.pause(id: id) } } }
         defer { signals.forEach { $0.cancel() } }
 
         var worst = ExitCodes.success
@@ -92,6 +83,18 @@ final class InterruptFlag: @unchecked Sendable { // guarded by lock
     /// Sets the flag; returns whether this call set it.
     func set() -> Bool { lock.lock(); defer { lock.unlock() }; if value { return false }; value = true; return true }
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+
+    /// Sets the flag on the first SIGINT or SIGTERM and runs `action` then (once); keep the
+    /// returned sources and cancel them when done.
+    func onFirstSignal(_ action: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
+        [SIGINT, SIGTERM].map { sig in
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { if self.set() { action() } }
+            source.resume()
+            return source
+        }
+    }
 }
 
 /// The CLI's logger: warnings and worse on stderr, or everything with --verbose.

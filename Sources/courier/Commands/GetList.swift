@@ -82,16 +82,7 @@ struct BatchWatch {
         let total = pending.count + settled
         let interrupted = InterruptFlag()
         let downloader = self.downloader
-        let signals = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                guard interrupted.set() else { return }
-                Task { await downloader.shutdown() }
-            }
-            source.resume()
-            return source
-        }
+        let signals = interrupted.onFirstSignal { Task { await downloader.shutdown() } }
         defer { signals.forEach { $0.cancel() } }
         // A download another process claimed between our queueing and our turn sends no
         // event here: once the engine has nothing left to run, the rest is left to others.
