@@ -66,7 +66,7 @@ import Glibc
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         let data = try w.serve("seg.bin", size: 24 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 1 << 20   // per connection: about 6 s in all
+        var slow = Fault(); slow.stallAfterBytes = 2 << 20   // every range hangs at 2 MiB: none can finish before the kill
         w.origin.setFault(slow, for: "/seg.bin")
         let target = w.out.appendingPathComponent("seg.bin")
         let args = ["get", w.origin.url("/seg.bin"), "-o", target.path, "--connections", "4", "--min-split-size", "1048576", "--db", w.db, "-q"]

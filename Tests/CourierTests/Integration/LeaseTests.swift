@@ -13,9 +13,11 @@ import CourierOrigin
             for i in 0..<3 {
                 try fx.serve("f\(i).bin", size: 1_500_000, seed: UInt64(i + 1))
                 sizes["/f\(i).bin"] = 1_500_000
-                fx.origin.setFault(fault { $0.bytesPerSecond = 300_000 }, for: "/f\(i).bin")
+                // Each reply hangs after 200 kB until the first downloader stops: the records
+                // are still downloading however long this takes on a loaded machine.
+                fx.origin.setFault(fault { $0.stallAfterBytes = 200_000 }, for: "/f\(i).bin")
             }
-            let first = try fx.downloader { $0.leaseDuration = .milliseconds(900) }
+            let first = try fx.downloader { $0.leaseDuration = .milliseconds(900); $0.idleTimeout = .seconds(120) }
             let second = try fx.downloader { $0.leaseDuration = .milliseconds(900) }
             #expect(first.leaseOwner != second.leaseOwner)
             for i in 0..<3 { try await first.enqueue(DownloadRequest(id: "f\(i)", url: fx.url("f\(i).bin"), destination: "f\(i).bin")) }
@@ -37,6 +39,7 @@ import CourierOrigin
             // resumes from the kept bytes.
             await first.shutdown()
             #expect(try await fx.database().allRecords().allSatisfy { $0.leaseOwner == nil && $0.state == .queued })
+            for i in 0..<3 { fx.origin.setFault(nil, for: "/f\(i).bin") }
             let picked = try await second.resumePendingDownloads()
             #expect(Set(picked) == ["f0", "f1", "f2"])
             for id in picked { try await second.waitForCompletion(id: id) }

@@ -10,11 +10,19 @@ import CourierOrigin
         fx.origin.setFault(fault, for: "/f.bin")
     }
 
+    /// The reply hangs after 3 MiB of the 4 MiB file, so a test that acts "midway" finds
+    /// the download midway however slowly a loaded machine runs it (a rate limit alone let
+    /// it finish first). The downloader's idle timeout must outlast the test's wait.
+    private func hangMidway(_ fx: Fixture) {
+        var fault = Fault(); fault.stallAfterBytes = 3 << 20
+        fx.origin.setFault(fault, for: "/f.bin")
+    }
+
     @Test func pauseKeepsPartialAndRecordThenResumeFinishes() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 4 << 20)
-            slow(fx)
-            let d = try fx.downloader()
+            hangMidway(fx)
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { fx.partialLength("f.bin") > 512 << 10 })
             try await d.pause(id: "x")
@@ -36,8 +44,8 @@ import CourierOrigin
     @Test func cancelDiscardsPartialAndRecord() async throws {
         try await withFixture { fx in
             try fx.serve("f.bin", size: 4 << 20)
-            slow(fx)
-            let d = try fx.downloader()
+            hangMidway(fx)
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { fx.partialLength("f.bin") > 0 })
             try await d.cancel(id: "x")
@@ -54,8 +62,8 @@ import CourierOrigin
     @Test func relaunchResumesFromThePartialsRealLength() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 4 << 20)
-            slow(fx)
-            let first = try fx.downloader()
+            hangMidway(fx)
+            let first = try fx.downloader { $0.idleTimeout = .seconds(120) }
             try await first.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "deep/dir/f.bin", mediaId: "42", mediaType: "video"))
             #expect(try await eventually { fx.partialLength("deep/dir/f.bin") > 1 << 20 })
             await first.shutdown()   // the app goes away mid-download
