@@ -170,6 +170,9 @@ public final class CourierOrigin: Sendable {
         var record = OriginRequest(method: head.method.rawValue, path: path, range: head.headers.first(name: "Range"),
                                    ifRange: head.headers.first(name: "If-Range"), acceptEncoding: head.headers.first(name: "Accept-Encoding"),
                                    authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
+        record.query = head.uri.firstIndex(of: "?").map { String(head.uri[head.uri.index(after: $0)...]) }
+        record.ifNoneMatch = head.headers.first(name: "If-None-Match")
+        record.ifModifiedSince = head.headers.first(name: "If-Modified-Since")
         let serial: Int = state.withLockedValue { s in
             s.nextSerial += 1
             s.log.append((s.nextSerial, record))
@@ -237,6 +240,28 @@ public final class CourierOrigin: Sendable {
         if let encoding = f.contentEncoding { headers.append(("Content-Encoding", encoding)) }
         if let name = f.contentDisposition {
             headers.append(("Content-Disposition", "attachment; filename=\"\(name.replacingOccurrences(of: "\"", with: "\\\""))\""))
+        }
+
+        // Conditional GET (RFC 9110 §13.2.2): If-None-Match, compared weakly, wins over
+        // If-Modified-Since (an exact match of Last-Modified, as nginx does by default);
+        // both come before Range.
+        let notModified: Bool = {
+            if let inm = head.headers.first(name: "If-None-Match") {
+                guard let etag else { return false }
+                let ours = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+                return inm.split(separator: ",").contains { tag in
+                    let t = tag.trimmingCharacters(in: .whitespaces)
+                    return t == "*" || (t.hasPrefix("W/") ? String(t.dropFirst(2)) : t) == ours
+                }
+            }
+            if let ims = head.headers.first(name: "If-Modified-Since"), let lastModified { return ims == lastModified }
+            return false
+        }()
+        if notModified {
+            record.status = 304
+            update(serial, record)
+            try await writeHead(status: 304, headers: headers.filter { $0.0 == "ETag" || $0.0 == "Last-Modified" }, outbound: outbound, keepAlive: keepAlive)
+            return keepAlive
         }
 
         // Range and If-Range.

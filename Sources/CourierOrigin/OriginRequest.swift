@@ -16,4 +16,10 @@ public struct OriginRequest: Sendable, Equatable {
     public var status: Int
     /// Body bytes the origin sent.
     public var bodyBytesSent: Int64
+    /// The raw query string (after `?`), when there was one.
+    public var query: String? = nil
+    /// The request's `If-None-Match` header.
+    public var ifNoneMatch: String? = nil
+    /// The request's `If-Modified-Since` header.
+    public var ifModifiedSince: String? = nil
 }

@@ -102,7 +102,7 @@ import Glibc
         let w = try await World()
         defer { Task { await w.close() } }
         let data = try w.serve("big.bin", size: 24 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 6 << 20   // about 4 s in all
+        var slow = Fault(); slow.stallAfterBytes = 8 << 20   // hangs at 8 MiB until Ctrl-C, however loaded the machine
         w.origin.setFault(slow, for: "/big.bin")
         let target = w.out.appendingPathComponent("big.bin")
         let args = ["get", w.origin.url("/big.bin"), "-o", target.path, "--sha256", Self.sha256(data), "--db", w.db]
@@ -173,11 +173,12 @@ import Glibc
         let w = try await World()
         defer { Task { await w.close() } }
         let data = try w.serve("f.bin", size: 12 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 3 << 20
+        var slow = Fault(); slow.stallAfterBytes = 2 << 20   // hangs there until paused
         w.origin.setFault(slow, for: "/f.bin")
         let target = w.out.appendingPathComponent("f.bin")
         let (p, out, err) = try Self.launch(["get", w.origin.url("/f.bin") + "?api_key=PLANTED_SECRET", "-o", target.path, "--id", "job1", "--db", w.db])
-        try await Task.sleep(for: .milliseconds(1500))
+        let started = ContinuousClock.now
+        while w.origin.requests.isEmpty, ContinuousClock.now - started < .seconds(30) { try await Task.sleep(for: .milliseconds(50)) }
         let paused = try await Self.run(["pause", "job1", "--db", w.db])
         #expect(paused.status == 0)
         let running = await Self.finish(p, out, err)
@@ -189,8 +190,18 @@ import Glibc
             #expect(!text.contains("PLANTED_SECRET"))
         }
         w.origin.setFault(nil, for: "/f.bin")
-        let resumed = try await Self.run(["resume", "job1", "--db", w.db])
+        // The stored URL lost its secret: a bare resume says what to run, and sends nothing.
+        #expect(errText.contains("courier resume job1 --url URL"), "\(errText)")
+        w.origin.clearRequests()
+        let refused = try await Self.run(["resume", "job1", "--db", w.db])
+        #expect(refused.status == 64 && refused.stderr.contains("E_URL_NEEDED"), "\(refused.stderr)")
+        #expect(w.origin.requests.isEmpty)
+        let wrong = try await Self.run(["resume", "job1", "--url", w.origin.url("/other.bin") + "?api_key=X", "--db", w.db])
+        #expect(wrong.status == 64 && wrong.stderr.contains("E_INVALID_ARGUMENT"), "\(wrong.stderr)")
+        let resumed = try await Self.run(["resume", "job1", "--url", w.origin.url("/f.bin") + "?api_key=PLANTED_SECRET", "--db", w.db])
         #expect(resumed.status == 0, "stderr: \(resumed.stderr)")
+        #expect(w.origin.requests.allSatisfy { !($0.query ?? "").contains("REDACTED") })
+        #expect(w.origin.requests.contains { ($0.query ?? "").contains("PLANTED_SECRET") && $0.range != nil })
         #expect(try Data(contentsOf: target) == data)
         let cancelled = try await Self.run(["cancel", "job1", "--db", w.db])
         #expect(cancelled.status == 0)

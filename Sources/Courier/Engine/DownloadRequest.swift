@@ -18,9 +18,16 @@ public struct DownloadRequest: Sendable, Equatable {
     /// file into byte ranges fetched in parallel (aria2's `-x`/`-s`); it falls back to one
     /// by itself. `nil`: ``DownloaderConfiguration/connectionsPerDownload``.
     public var connections: Int?
+    /// When the download completed earlier and its file is still in place: ask the server
+    /// whether the file changed (`If-None-Match` / `If-Modified-Since`) instead of calling it
+    /// done. A 304 keeps the file (one request, no body); a new version is downloaded,
+    /// verified, and only then put in place of the old one (curl's `-z`, wget's `-N`).
+    /// `false`: a completed download with its file in place is left alone.
+    public var revalidate: Bool
 
     /// Makes a request.
-    public init(id: String, url: String, destination: String, mediaId: String? = nil, mediaType: String? = nil, sha256: String? = nil, priority: Int = 0, connections: Int? = nil) {
+    public init(id: String, url: String, destination: String, mediaId: String? = nil, mediaType: String? = nil, sha256: String? = nil, priority: Int = 0,
+                connections: Int? = nil, revalidate: Bool = false) {
         self.id = id
         self.url = url
         self.destination = destination
@@ -29,5 +36,6 @@ public struct DownloadRequest: Sendable, Equatable {
         self.sha256 = sha256
         self.priority = priority
         self.connections = connections.map { max(1, min($0, 16)) }
+        self.revalidate = revalidate
     }
 }

@@ -89,15 +89,18 @@ struct DownloadRun: Sendable {
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
 
-        // Killed between the rename and the record update: the final file is whole.
+        // Killed between the rename and the record update: the final file is whole. (Not
+        // while revalidating without a checksum: the file in place may still be the old
+        // version, of the same size; asking again is the safe way to tell.)
         if PartialFile.length(at: partialURL) == 0, let total = record.totalBytes, total > 0,
+           record.heldBytes == nil || record.expectedSHA256 != nil,
            PartialFile.length(at: finalURL) == total,
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
             if let done = try await markCompleted(length: total) { return .completed(done) }
             throw ExternalStop()
         }
 
-        var url = try URLPolicy.validate(liveURL ?? record.remoteUrl)
+        var url = try URLPolicy.validate(try await usableURL(record))
         var failures = 0
         var restarts = 0
         var refreshedBeforeResume = false
@@ -113,8 +116,12 @@ struct DownloadRun: Sendable {
                     record = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
                 }
             }
+            // A finished file being revalidated counts only while it is still there, whole.
+            let held = record.heldBytes.flatMap { bytes in
+                PartialFile.length(at: finalURL) == bytes ? ResumePlan.HeldFile(etag: record.heldEtag, lastModified: record.heldLastModified) : nil
+            }
             let plan = ResumePlan(partialLength: partialLength, etag: record.etag, lastModified: record.lastModified,
-                                  totalBytes: record.totalBytes, resumable: record.resumable)
+                                  totalBytes: record.totalBytes, resumable: record.resumable, held: held)
             if plan.discardsPartial {
                 context.logger.info("discarding \(partialLength) kept bytes: nothing ties them to the server's file", metadata: ["id": "\(id)"])
             }
@@ -218,6 +225,14 @@ struct DownloadRun: Sendable {
                 var done = record
                 done.totalBytes = total
                 return try await finish(record: done, length: total, hasher: nil)
+            case .notModified:
+                // The file in place is the server's current one: it stays, as it was.
+                await response.body.drain()
+                try discardPartial(context.fileURL(record.partialPath))
+                var kept = record
+                kept.etag = record.heldEtag; kept.lastModified = record.heldLastModified
+                guard let bytes = record.heldBytes, let done = try await markCompleted(length: bytes, validators: kept) else { throw ExternalStop() }
+                return .finished(done)
             case let .restart(reason):
                 await response.body.drain()
                 return .restart(reason)
@@ -401,6 +416,9 @@ struct DownloadRun: Sendable {
             r.totalBytes = length
             r.lastErrorCode = nil
             r.lastErrorMessage = nil
+            r.heldEtag = nil
+            r.heldLastModified = nil
+            r.heldBytes = nil
         }
     }
 
@@ -442,6 +460,18 @@ struct DownloadRun: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The URL to ask: the full one this process was given, else the stored one — unless
+    /// the stored one had its secrets redacted: then the refresher's, else `E_URL_NEEDED`.
+    /// `token=REDACTED` is never sent.
+    private func usableURL(_ record: DownloadRecord) async throws -> String {
+        if let liveURL { return liveURL }
+        guard Redactor.isRedacted(url: record.remoteUrl) else { return record.remoteUrl }
+        if let refresher = context.refresher, let fresh = try await refresher.refreshedURL(for: record, reason: .beforeResume) {
+            return fresh
+        }
+        throw CourierError(.urlNeeded, "the URL of \(id) carried a secret, which is never stored: give the full URL again (or a URLRefreshing hook)")
+    }
 
     func persist(_ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord {
         guard let r = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, change) else { throw ExternalStop() }

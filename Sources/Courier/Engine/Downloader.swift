@@ -183,8 +183,12 @@ public actor Downloader {
         if runningHere.contains(p.id) { return (existing, .alreadyRunning) }
         if owner.isBlocked(by: existing) { return (existing, .leasedElsewhere) }
         let final = root.appendingPathComponent(p.destination)
-        if existing.state == .completed, existing.localFinalPath == p.destination, p.sha == nil || existing.expectedSHA256 == p.sha,
-           let total = existing.totalBytes, PartialFile.length(at: final) == total, FileManager.default.fileExists(atPath: final.path) {
+        // The finished file in place is this request's file: same place, same URL (secrets
+        // aside, so a re-signed link is the same download), same checksum, whole.
+        let finishedHere = existing.state == .completed && existing.localFinalPath == p.destination && existing.remoteUrl == p.redactedURL
+            && (p.sha == nil || existing.expectedSHA256 == p.sha)
+            && existing.totalBytes.map { PartialFile.length(at: final) == $0 && FileManager.default.fileExists(atPath: final.path) } == true
+        if finishedHere, !p.request.revalidate {
             return (existing, .alreadyComplete)
         }
         if existing.partialPath != p.partial {
@@ -192,7 +196,16 @@ public actor Downloader {
         }
         // No unlink of the partial otherwise: the record's bytesReceived lags the file by up
         // to a second, and ResumePlan already discards kept bytes nothing ties to a version.
-        let fresh = existing.state == .completed || existing.localFinalPath != p.destination || existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256)
+        // Another URL is another file: kept bytes of the old one are never spliced onto it.
+        let fresh = existing.state == .completed || existing.localFinalPath != p.destination || existing.remoteUrl != p.redactedURL
+            || existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256)
+        // Revalidating a finished file: its validators go with the request from zero; the
+        // file stays until a new version replaces it (or a 304 keeps it).
+        if finishedHere {
+            existing.heldEtag = existing.etag; existing.heldLastModified = existing.lastModified; existing.heldBytes = existing.totalBytes
+        } else if fresh {
+            existing.heldEtag = nil; existing.heldLastModified = nil; existing.heldBytes = nil
+        }
         existing.remoteUrl = p.redactedURL
         existing.localFinalPath = p.destination
         existing.partialPath = p.partial
@@ -219,10 +232,19 @@ public actor Downloader {
 
     /// Resumes one download: paused, failed, queued or interrupted. A completed one whose
     /// final file is missing downloads again.
-    public func resume(id: String) async throws {
+    /// - Parameter url: the full URL again, for a download whose stored URL had its secrets
+    ///   redacted (after a relaunch); secrets aside it must be the stored URL.
+    public func resume(id: String, url: String? = nil) async throws {
         try checkOpen()
         guard let record = try await context.database.record(id: id) else {
             throw CourierError(.notFound, "no download with id \(id)")
+        }
+        if let url {
+            _ = try URLPolicy.validate(url)
+            guard Redactor.redact(url: url) == record.remoteUrl else {
+                throw CourierError(.invalidArgument, "that URL is not the URL of download \(id) (\(record.remoteUrl))")
+            }
+            if url != record.remoteUrl { liveURLs[id] = url }
         }
         if running[id] != nil { return }
         if context.owner.isBlocked(by: record) { throw Self.leasedError(record) }

@@ -50,6 +50,10 @@ extension CourierError.Code {
     public static let invalidPath = Self(rawValue: "E_INVALID_PATH")
     /// A malformed SHA-256 or another argument the caller got wrong.
     public static let invalidArgument = Self(rawValue: "E_INVALID_ARGUMENT")
+    /// The stored URL had its secrets redacted (they never reach the database) and this
+    /// process knows no full URL for it: give the URL again, or a ``URLRefreshing`` hook.
+    /// A redacted URL is never sent.
+    public static let urlNeeded = Self(rawValue: "E_URL_NEEDED")
 
     // Redirects
     /// A redirect from https to http.

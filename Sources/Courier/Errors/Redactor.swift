@@ -41,6 +41,14 @@ public enum Redactor {
         return components.string ?? redactQueryLike(url)
     }
 
+    /// Whether a URL had secrets redacted by ``redact(url:)``: sending it would send the
+    /// placeholder instead of the secret.
+    public static func isRedacted(url: String) -> Bool {
+        guard let components = URLComponents(string: url) else { return url.contains("=" + mask) }
+        if components.user == mask || components.password == mask { return true }
+        return (components.percentEncodedQueryItems ?? []).contains { $0.value == mask && isSecret($0.name) }
+    }
+
     /// Whether a query parameter name names a secret.
     public static func isSecret(_ name: String) -> Bool {
         let lower = (name.removingPercentEncoding ?? name).lowercased()

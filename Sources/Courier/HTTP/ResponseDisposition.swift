@@ -29,6 +29,8 @@ public enum ResponseDisposition: Equatable, Sendable {
     case write(BodyPlan)
     /// The partial already holds the whole file of this many bytes.
     case alreadyComplete(totalBytes: Int64)
+    /// 304 to a conditional request: the finished file in place is the server's current one.
+    case notModified
     /// Discard the partial and ask again from zero, without `Range`.
     case restart(reason: String)
     /// Follow a redirect to this location (relative or absolute, unresolved).
@@ -89,6 +91,12 @@ public enum ResponseDisposition: Equatable, Sendable {
             return .write(BodyPlan(
                 offset: first, expectedBodyLength: last - first + 1, totalBytes: total,
                 etag: etag ?? storedETag(plan), lastModified: lastModified ?? storedLastModified(plan), resumable: true))
+
+        case 304:
+            guard plan.isConditional else {
+                return .fail(CourierError(.protocolViolation, "304 Not Modified to a request that asked no condition", httpStatus: status))
+            }
+            return .notModified
 
         case 416:
             if let raw = headers.first(name: "Content-Range"), let range = try? ContentRange(parsing: raw),

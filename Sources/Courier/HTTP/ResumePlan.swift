@@ -14,6 +14,22 @@ public struct ResumePlan: Equatable, Sendable {
     /// The partial file's length before this request; more than `offset` when the partial
     /// is to be discarded.
     public let partialLength: Int64
+    /// The validators of a finished file already in place that this download would
+    /// replace: sent as `If-None-Match` / `If-Modified-Since` on a request from zero, so an
+    /// unchanged file costs a 304 and no body.
+    public let held: HeldFile?
+
+    /// The validators of a finished file in place (see ``held``).
+    public struct HeldFile: Equatable, Sendable {
+        public var etag: String?
+        public var lastModified: String?
+        public init(etag: String?, lastModified: String?) {
+            self.etag = etag
+            self.lastModified = lastModified
+        }
+        /// Whether there is anything to ask with.
+        public var isEmpty: Bool { etag == nil && lastModified == nil }
+    }
 
     /// Plans the next request.
     /// - Parameters:
@@ -21,7 +37,8 @@ public struct ResumePlan: Equatable, Sendable {
     ///   - etag, lastModified: the validators stored from the earlier reply.
     ///   - totalBytes: the complete size stored from the earlier reply.
     ///   - resumable: `false` when the earlier reply cannot be resumed (compressed body).
-    public init(partialLength: Int64, etag: String?, lastModified: String?, totalBytes: Int64?, resumable: Bool) {
+    ///   - held: the validators of the finished file this download would replace, if any.
+    public init(partialLength: Int64, etag: String?, lastModified: String?, totalBytes: Int64?, resumable: Bool, held: HeldFile? = nil) {
         self.partialLength = partialLength
         let validator = Validator.choose(etag: etag, lastModified: lastModified)
         self.knownTotal = totalBytes
@@ -32,18 +49,28 @@ public struct ResumePlan: Equatable, Sendable {
             self.offset = 0
             self.validator = nil
         }
+        // Conditional only from zero: with bytes kept, the new version is already coming.
+        self.held = offset == 0 && held?.isEmpty == false ? held : nil
     }
+
+    /// Whether the request asks "has it changed?" (a 304 then means the file in place is current).
+    public var isConditional: Bool { held != nil }
 
     /// Whether the plan throws away bytes the partial holds.
     public var discardsPartial: Bool { partialLength > 0 && offset == 0 }
 
     /// The headers to send: always `Accept-Encoding: identity`; when resuming, `Range`
-    /// and (with a validator) `If-Range`.
+    /// and (with a validator) `If-Range`; when a finished file is held, `If-None-Match`
+    /// (any ETag, weak ones too: RFC 9110 §13.1.2 compares weakly) and else
+    /// `If-Modified-Since` (a server ignores it when If-None-Match is present).
     public var requestHeaders: [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity")]
         if offset > 0 {
             headers.append(("Range", "bytes=\(offset)-"))
             if let validator { headers.append(("If-Range", validator.ifRangeValue)) }
+        } else if let held {
+            if let etag = held.etag { headers.append(("If-None-Match", etag)) }
+            else if let lastModified = held.lastModified { headers.append(("If-Modified-Since", lastModified)) }
         }
         return headers
     }

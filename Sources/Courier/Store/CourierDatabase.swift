@@ -95,6 +95,15 @@ public struct CourierDatabase: Sendable {
                 t.primaryKey(["downloadId", "index"])
             }
         }
+        // v4: revalidation: the validators and size of the finished file in place that a
+        // fetch-again would replace (If-None-Match / If-Modified-Since; 304 keeps it).
+        migrator.registerMigration("courier.v4.held") { db in
+            try db.alter(table: DownloadRecord.databaseTableName) { t in
+                t.add(column: "heldEtag", .text)
+                t.add(column: "heldLastModified", .text)
+                t.add(column: "heldBytes", .integer)
+            }
+        }
         return migrator
     }
 }

@@ -60,6 +60,15 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     /// Connections to fetch it over (segmented download when more than 1 and the server
     /// allows ranges; see ``Segment``).
     public var connections: Int
+    /// While a finished file is being revalidated (fetched again with
+    /// ``DownloadRequest/revalidate``): that file's ETag, Last-Modified and size. The file
+    /// stays in place until a new version is whole and verified; a 304 keeps it. `nil`
+    /// otherwise.
+    public var heldEtag: String?
+    /// See ``heldEtag``.
+    public var heldLastModified: String?
+    /// See ``heldEtag``.
+    public var heldBytes: Int64?
 
     /// Makes a fresh, queued record.
     public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,
@@ -86,6 +95,9 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
         self.leaseOwner = nil
         self.leaseExpiresAt = nil
         self.connections = 1
+        self.heldEtag = nil
+        self.heldLastModified = nil
+        self.heldBytes = nil
     }
 
     /// The record with this id, through a cached statement: the engine reads a record on

@@ -27,6 +27,9 @@ struct Resume: AsyncParsableCommand {
     @Flag(name: .long, help: "Resume every download that is not completed.")
     var all = false
 
+    @Option(name: .long, help: "The full URL again, for a download whose URL carried a secret (a token, a signature): secrets are never stored.")
+    var url: String?
+
     @Flag(name: .shortAndLong, help: "No progress output.")
     var quiet = false
 
@@ -38,6 +41,7 @@ struct Resume: AsyncParsableCommand {
 
     func validate() throws {
         if (id == nil) == !all { throw ValidationError("Name one download id, or pass --all.") }
+        if url != nil, id == nil { throw ValidationError("--url goes with one download id.") }
     }
 
     func run() async throws {
@@ -45,7 +49,13 @@ struct Resume: AsyncParsableCommand {
             let database = try store.open()
             let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
             if let id {
-                try await downloader.resume(id: id)
+                // Never send `token=REDACTED`: a URL whose secret was not stored needs it again.
+                if url == nil, let record = try await downloader.record(id: id), Redactor.isRedacted(url: record.remoteUrl) {
+                    await downloader.shutdown()
+                    throw CourierError(.urlNeeded, "the URL of \(id) carried a secret, which Courier never stores. "
+                        + "Run the original `courier get` command again, or `courier resume \(id) --url URL`.")
+                }
+                try await downloader.resume(id: id, url: url)
                 let code = await Foreground(downloader: downloader, quiet: quiet).watch([id])
                 if code != ExitCodes.success { throw ExitCode(code) }
                 return

@@ -14,7 +14,8 @@ struct Foreground {
     let quiet: Bool
 
     /// Watches `ids` until each completes, fails, or pauses; returns the exit code.
-    func watch(_ ids: [String], paths: [String: String] = [:]) async -> Int32 {
+    /// `note` may add a word to a completion line ("already up to date").
+    func watch(_ ids: [String], paths: [String: String] = [:], note: @escaping @Sendable (DownloadRecord) -> String? = { _ in nil }) async -> Int32 {
         let interrupted = InterruptFlag()
         let signals = interrupted.onFirstSignal { Task { for id in ids { try? await downloader.pause(id: id) } } }
         defer { signals.forEach { $0.cancel() } }
@@ -22,7 +23,7 @@ struct Foreground {
         var worst = ExitCodes.success
         await withTaskGroup(of: Int32.self) { group in
             for id in ids {
-                group.addTask { await watchOne(id, path: paths[id], interrupted: interrupted) }
+                group.addTask { await watchOne(id, path: paths[id], interrupted: interrupted, note: note) }
             }
             for await code in group where code != ExitCodes.success {
                 if worst == ExitCodes.success || code == ExitCodes.interrupted { worst = code }
@@ -32,7 +33,7 @@ struct Foreground {
         return worst
     }
 
-    private func watchOne(_ id: String, path: String?, interrupted: InterruptFlag) async -> Int32 {
+    private func watchOne(_ id: String, path: String?, interrupted: InterruptFlag, note: @Sendable (DownloadRecord) -> String?) async -> Int32 {
         var renderer = ProgressRenderer(label: id.count > 24 ? String(id.prefix(21)) + "..." : id)
         var lastProgress: DownloadProgress?
         for await event in downloader.events(for: id) {
@@ -45,7 +46,8 @@ struct Foreground {
                 renderer.finish()
                 let shown = "/" + record.localFinalPath
                 let verified = record.expectedSHA256 != nil ? ", SHA-256 verified" : ""
-                Terminal.out("\(shown)  (\(Format.bytes(record.bytesReceived))\(verified))")
+                let extra = note(record).map { ", " + $0 } ?? ""
+                Terminal.out("\(shown)  (\(Format.bytes(record.bytesReceived))\(verified)\(extra))")
                 return ExitCodes.success
             case let .failed(_, error):
                 renderer.finish()
@@ -62,7 +64,10 @@ struct Foreground {
                 if let error {
                     Terminal.error("courier: \(id): paused: \(error.code.rawValue): \(error.message)")
                 }
-                Terminal.error("Paused \(id) at \(held). Run the same command again, or `courier resume \(id)`, to continue.")
+                let how = record.map { Redactor.isRedacted(url: $0.remoteUrl) } == true
+                    ? "Run the same command again (its URL's secret is not stored), or `courier resume \(id) --url URL`, to continue."
+                    : "Run the same command again, or `courier resume \(id)`, to continue."
+                Terminal.error("Paused \(id) at \(held). \(how)")
                 return error.map { ExitCodes.code(for: $0.code) } ?? ExitCodes.interrupted
             case .cancelled:
                 renderer.finish()

@@ -70,11 +70,18 @@ struct Get: AsyncParsableCommand {
             let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: outputPath)
             let database = try store.open()
             let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
-            let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256, connections: connections))
+            // A finished download fetched again is revalidated: the server's current file for
+            // this URL, or one conditional request and "already up to date".
+            let before = FileIdentity(path: outputPath)
+            let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
+                                                                      connections: connections, revalidate: true))
             if !quiet, record.bytesReceived > 0 {
-                Terminal.error("Resuming \(id) from \(Format.bytes(record.bytesReceived)).")
+                Terminal.error("Resuming \(URL(fileURLWithPath: outputPath).lastPathComponent) from \(Format.bytes(record.bytesReceived)).")
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet).watch([id])
+            let code = await Foreground(downloader: downloader, quiet: quiet).watch([id]) { _ in
+                // A 304 leaves the very file that was there (same inode); a new version was renamed over it.
+                before != nil && before == FileIdentity(path: outputPath) ? "already up to date" : nil
+            }
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
             throw failure(error)
@@ -109,6 +116,17 @@ struct Get: AsyncParsableCommand {
               let name = try? ContentDisposition(parsing: header).fileName else { return nil }
         await response.body.drain()
         return SafePath.sanitizedFileName(name)
+    }
+
+    /// The file at a path as the file system knows it (device and inode): a rename over it
+    /// gives another identity, a 304 leaves it as it was.
+    struct FileIdentity: Equatable {
+        let device: UInt64, inode: UInt64
+        init?(path: String) {
+            var st = stat()
+            guard lstat(path, &st) == 0 else { return nil }
+            device = UInt64(st.st_dev); inode = UInt64(st.st_ino)
+        }
     }
 
     /// The same output path gives the same id, so running the command again resumes.

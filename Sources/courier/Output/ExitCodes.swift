@@ -22,7 +22,7 @@ enum ExitCodes {
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
           7    the download is running in another process (E_LEASED)
-         64    usage error (bad flags, invalid URL, path or id)
+         64    usage error (bad flags, invalid URL, path or id; E_URL_NEEDED: give the URL again)
         130    interrupted: the download is paused and resumes on the next run
         """
 
@@ -40,7 +40,7 @@ enum ExitCodes {
             return notFound
         case .leased:
             return leased
-        case .invalidURL, .unsupportedScheme, .invalidPath, .invalidArgument:
+        case .invalidURL, .unsupportedScheme, .invalidPath, .invalidArgument, .urlNeeded:
             return usage
         case .paused, .cancelled:
             return interrupted

@@ -36,6 +36,29 @@ import Testing
         let compressed = ResumePlan(partialLength: 100, etag: "\"v1\"", lastModified: nil, totalBytes: nil, resumable: false)
         #expect(compressed.offset == 0 && compressed.discardsPartial)
     }
+
+    // A finished file in place is revalidated, not fetched again blindly.
+    @Test(arguments: [
+        (ResumePlan.HeldFile(etag: "\"v1\"", lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"), ["If-None-Match": "\"v1\""]),
+        (ResumePlan.HeldFile(etag: "W/\"v1\"", lastModified: nil), ["If-None-Match": "W/\"v1\""]),   // weak comparison is fine here
+        (ResumePlan.HeldFile(etag: nil, lastModified: "Sun, 06 Nov 1994 08:49:37 GMT"), ["If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"]),
+    ])
+    func aHeldFileMakesTheRequestConditional(held: ResumePlan.HeldFile, expected: [String: String]) {
+        let plan = ResumePlan(partialLength: 0, etag: nil, lastModified: nil, totalBytes: nil, resumable: true, held: held)
+        #expect(plan.isConditional)
+        let headers = Dictionary(uniqueKeysWithValues: plan.requestHeaders.filter { $0.name.hasPrefix("If-") }.map { ($0.name, $0.value) })
+        #expect(headers == expected)
+    }
+
+    @Test func keptBytesOfANewVersionWinOverTheCondition() {
+        // A revalidation that already began a new version resumes it; it never asks "changed?".
+        let plan = ResumePlan(partialLength: 100, etag: "\"v2\"", lastModified: nil, totalBytes: 1000, resumable: true,
+                              held: .init(etag: "\"v1\"", lastModified: nil))
+        #expect(!plan.isConditional && plan.offset == 100)
+        #expect(!plan.requestHeaders.contains { $0.name == "If-None-Match" || $0.name == "If-Modified-Since" })
+        let empty = ResumePlan(partialLength: 0, etag: nil, lastModified: nil, totalBytes: nil, resumable: true, held: .init(etag: nil, lastModified: nil))
+        #expect(!empty.isConditional)
+    }
 }
 
 @Suite struct ResponseDispositionTests {
@@ -47,6 +70,20 @@ import Testing
     @Test func fullReplyStartsAtZero() {
         let d = ResponseDisposition.decide(plan: fresh, status: 200, headers: h(("Content-Length", "1000"), ("ETag", "\"v1\"")))
         #expect(d == .write(BodyPlan(offset: 0, expectedBodyLength: 1000, totalBytes: 1000, etag: "\"v1\"", lastModified: nil, resumable: true)))
+    }
+
+    @Test func notModifiedOnlyAnswersAConditionalRequest() {
+        let conditional = ResumePlan(partialLength: 0, etag: nil, lastModified: nil, totalBytes: nil, resumable: true, held: .init(etag: "\"v1\"", lastModified: nil))
+        #expect(ResponseDisposition.decide(plan: conditional, status: 304, headers: h(("ETag", "\"v1\""))) == .notModified)
+        guard case let .fail(error) = ResponseDisposition.decide(plan: fresh, status: 304, headers: h()) else {
+            Issue.record("a 304 nobody asked for must not complete anything"); return
+        }
+        #expect(error.code == .protocolViolation)
+        // A new version answers 200: written from zero like any full reply.
+        guard case let .write(body) = ResponseDisposition.decide(plan: conditional, status: 200, headers: h(("Content-Length", "5"), ("ETag", "\"v2\""))) else {
+            Issue.record("expected write"); return
+        }
+        #expect(body.offset == 0 && body.etag == "\"v2\"")
     }
 
     @Test func twoHundredToARangeTruncates() {

@@ -69,7 +69,8 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments"])
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held"])
+            #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
             #expect(records.map(\.id) == ["get-7c471a7af579db6d", "big_1", "gone"])
             let big = try #require(records.first { $0.id == "big_1" })
