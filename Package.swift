@@ -3,7 +3,9 @@ import PackageDescription
 
 let package = Package(
     name: "Courier",
-    platforms: [.macOS(.v15), .iOS(.v18)],
+    // iOS 16 / macOS 13: Duration, Clock and Task.sleep(for:) need them; nothing newer is used
+    // (Synchronization's Mutex, iOS 18, is replaced by the package's own lock).
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierOrigin", targets: ["CourierOrigin"]),

@@ -3,8 +3,8 @@ import Foundation
 
 /// How ``Documents`` waits for downloads.
 public struct DocumentsOptions: Sendable {
-    /// With no *status change* for this long, the download is triggered again (the percent
-    /// is not watched: it can jump from 0 to 100 with nothing between).
+    /// With no progress for this long (no status change, no movement of the percent), the
+    /// download is triggered again. The percent alone is never trusted to say "done".
     public var idleTimeout: Duration = .seconds(30)
     /// Triggers after the first, before ``CourierError/Code/timeout``.
     public var maxRetriggers: Int = 2
@@ -35,7 +35,7 @@ public struct Documents: Sendable {
     /// never a lossy string; use ``readInPlaceBytes(_:)`` for binary formats.
     public func readInPlace(_ path: String) async throws -> String {
         let data = try await readInPlaceBytes(path)
-        guard let text = String(validating: data, as: UTF8.self) else {
+        guard let text = String(data: data, encoding: .utf8) else {   // nil on invalid UTF-8, never lossy
             throw CourierError(.invalidEncoding, "\(path) is not valid UTF-8; read it as bytes")
         }
         return text
@@ -101,16 +101,22 @@ public struct Documents: Sendable {
 
     /// Triggers the download when needed and waits for *current*, watching status changes
     /// under the idle watchdog and re-triggering a bounded number of times. An unknown
-    /// status with nothing on disk returns at once: the open then says `E_FNF`.
+    /// status with nothing on disk returns at once: the open then says `E_FNF`; an unknown
+    /// status with an entry on disk triggers at once.
     func ensureCurrent(_ path: String) async throws {
         var triggers = 0
         var lastStatus: DocumentDownloadStatus?? = .none
+        var lastPercent: Double?
         var lastChange = ContinuousClock.now
         while true {
             try Task.checkCancellation()
             let state = await container.state(of: path)
-            if lastStatus == nil || lastStatus! != state.status {
+            // Progress is a status change or a percent that moved: a long, healthy transfer
+            // (status "downloading" throughout) is never idle. A percent that stands still
+            // proves nothing, and one that jumps from 0 to 100 is a change like any other.
+            if lastStatus == nil || lastStatus! != state.status || (state.percent != nil && state.percent != lastPercent) {
                 lastStatus = .some(state.status)
+                lastPercent = state.percent ?? lastPercent
                 lastChange = .now
             }
             switch state.status {
@@ -120,6 +126,13 @@ public struct Documents: Sendable {
                 throw Self.readError(error, path)
             case .none:
                 if !container.entryExists(path) { return }
+                // Unknown yet (the metadata index has not gathered): trigger now rather than
+                // wait a whole idle window; starting a current item's download is harmless.
+                if triggers == 0 {
+                    try await container.startDownloading(path, restart: false)
+                    triggers = 1
+                    lastChange = .now
+                }
             case .notDownloaded where triggers == 0:
                 try await container.startDownloading(path, restart: false)
                 triggers = 1

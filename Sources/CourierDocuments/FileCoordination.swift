@@ -1,10 +1,5 @@
 import Courier
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Advisory coordination between readers and writers of one document, with `flock` on a
 /// sidecar lock file: readers share, a writer is alone. Waiting polls without blocking a

@@ -3,10 +3,6 @@ import CourierAttachments
 import Crypto
 import Foundation
 import Logging
-import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A local folder mirroring a ``CourierAttachments/RemoteStorage``: a file not yet
 /// downloaded is a ``Placeholder``; downloads go through Courier's resumable engine
@@ -17,9 +13,9 @@ public final class MirrorContainer: DocumentContainer {
     let storage: any RemoteStorage
     let downloader: Downloader?
     let logger: Logger
-    private let failures = Guarded<[String: CourierError]>([:])
-    private let transfers = Guarded<[String: Task<Void, Never>]>([:])
-    private let uploads = Guarded<[String: Task<Void, Never>]>([:])
+    private let failures = Locked<[String: CourierError]>([:])
+    private let transfers = Locked<[String: Task<Void, Never>]>([:])
+    private let uploads = Locked<[String: Task<Void, Never>]>([:])
 
     /// Mirrors `storage` into `root`; `database` keeps the engine's download records (so a
     /// large document resumes after a relaunch).
@@ -213,7 +209,7 @@ public final class MirrorContainer: DocumentContainer {
         }
         do {
             try handle.write(contentsOf: data)
-            try handle.synchronize()
+            try Durability.sync(handle)
             try handle.close()
             try await FileCoordination.withLock(target, .exclusive) {
                 guard rename(temp.path, target.path) == 0 else { throw CourierError(.fileWrite, "cannot replace \(path)") }
@@ -296,11 +292,4 @@ struct KeyLink: URLRefreshing, RequestAuthorizing {
     func headers(for record: DownloadRecord, url: URL) async throws -> [(name: String, value: String)] {
         try await storage.downloadHeaders(for: attachment(record))
     }
-}
-
-/// A `Mutex` in a class, so tasks can share it.
-final class Guarded<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try mutex.withLock { try body(&$0) } }
 }

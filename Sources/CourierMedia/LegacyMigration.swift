@@ -1,8 +1,5 @@
 import Courier
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The old layout (seed 003's "legacy compatibility"): an item's own folder
 /// `Downloads/<itemId>/` with `Media.<ext>`, `Metadata/Item.json` (the BaseItemDto) and

@@ -2,9 +2,6 @@ import Courier
 import Crypto
 import Foundation
 import Logging
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// What a download of one item did.
 public struct MediaDownloadReport: Sendable, Equatable {
@@ -29,17 +26,37 @@ public actor MediaLibrary {
 
     /// Makes a library at `root` over `server`; `database` keeps the engine's records, so a
     /// two-hour film resumes after a relaunch.
+    /// `protection` guards the `Downloads` folder (backup exclusion, data protection);
+    /// it is applied again whenever the folder is recreated.
     public init(root: URL, server: any MediaServer, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
-                logger: Logger = Logger(label: "courier.media")) throws {
+                protection: any FolderProtecting = SystemFolderProtection(), logger: Logger = Logger(label: "courier.media")) throws {
         self.root = root.standardizedFileURL
         self.server = server
         self.logger = logger
-        try FileManager.default.createDirectory(at: root.appendingPathComponent(MediaLayout.downloads), withIntermediateDirectories: true)
+        folder = LibraryFolder(url: root.appendingPathComponent(MediaLayout.downloads), protection: protection)
+        // Applied at every start, not only at creation: a library made before protection
+        // existed, or restored from a backup, gets it too.
+        _ = try folder.ensure()
+        protectionFailure = folder.applyProtection()
         var config = DownloaderConfiguration(rootDirectory: root)
         config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
         configure(&config)
         downloader = Downloader(configuration: config, database: database, requestAuthorizer: ServerAuth(server: server), logger: logger)
-        MediaProtection.apply(to: root.appendingPathComponent(MediaLayout.downloads))
+        if let protectionFailure { logger.warning("\(protectionFailure)") }
+    }
+
+    /// The library folder, protected on (re)creation.
+    let folder: LibraryFolder
+    /// The last failure to protect the library folder, if any (the download went on).
+    public private(set) var protectionFailure: CourierError?
+
+    /// Recreates a deleted `Downloads` folder and protects it again; a failure to protect
+    /// is logged and kept in ``protectionFailure``.
+    func ensureFolder() throws {
+        if let failure = try folder.ensure() {
+            protectionFailure = failure
+            logger.warning("\(failure)")
+        }
     }
 
     /// Sets the free space required beyond the media's size.
@@ -53,6 +70,7 @@ public actor MediaLibrary {
     @discardableResult
     public func download(itemId: String, versionId: String? = nil) async throws -> MediaDownloadReport {
         let item = try await server.item(id: try MediaLayout.component(itemId))
+        try ensureFolder()
         guard item.id == itemId else { throw CourierError(.protocolViolation, "the server answered item \(item.id) for \(itemId)") }
         guard item.type == .movie || item.type == .episode else { throw CourierError(.invalidArgument, "only movies and episodes download (\(itemId) is a \(item.type.rawValue))") }
         let source = versionId.flatMap { v in item.mediaSources?.first { $0.id == v } } ?? (versionId == nil ? item.mediaSources?.first : nil)
@@ -167,20 +185,5 @@ public actor MediaLibrary {
             try? FileManager.default.removeItem(at: folder)
         }
         MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-    }
-}
-
-/// Apple-only protections (seed 003): excluded from backup, complete until first unlock.
-enum MediaProtection {
-    static func apply(to folder: URL) {
-        #if canImport(Darwin) && !os(Linux)
-        var url = folder
-        var values = URLResourceValues()
-        values.isExcludedFromBackup = true
-        try? url.setResourceValues(values)
-        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
-        try? FileManager.default.setAttributes([.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication], ofItemAtPath: folder.path)
-        #endif
-        #endif
     }
 }

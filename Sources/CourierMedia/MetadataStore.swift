@@ -1,8 +1,5 @@
 import Courier
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Reads and writes `metadata.json` files atomically (temp file, fsync, rename), so a crash
 /// never leaves half a JSON file.
@@ -27,7 +24,7 @@ struct MetadataStore {
         }
         do {
             try handle.write(contentsOf: data)
-            try handle.synchronize()
+            try Durability.sync(handle)
             try handle.close()
             guard rename(temp.path, file.path) == 0 else { throw CourierError(.fileWrite, "cannot move metadata into place") }
         } catch {

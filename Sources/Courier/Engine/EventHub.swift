@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Fans download events out to subscribers.
 ///
@@ -22,7 +21,7 @@ final class EventHub: Sendable {
         var tombstoneOrder: [String] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Publishes an event to every matching subscriber; a final event ends their streams.
     func publish(_ event: DownloadEvent) {

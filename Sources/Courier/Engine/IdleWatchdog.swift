@@ -1,8 +1,7 @@
-import Synchronization
 
 /// Marks that bytes (or a reply) arrived; read by the watchdog.
 final class Activity: Sendable {
-    private let last = Mutex(ContinuousClock.now)
+    private let last = Locked(ContinuousClock.now)
     func touch() { last.withLock { $0 = .now } }
     var lastSeen: ContinuousClock.Instant { last.withLock { $0 } }
 }

@@ -1,11 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The `.partial` file a download writes into.
 ///
@@ -81,7 +74,7 @@ public final class PartialFile {
         }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
-            _ = SystemLibc.close(fd)
+            _ = closeDescriptor(fd)
             throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
         }
         return (fd, Int64(st.st_size))
@@ -97,7 +90,7 @@ public final class PartialFile {
             if err == ELOOP { throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it") }
             throw error(err, "open", url)
         }
-        defer { _ = SystemLibc.close(fd) }
+        defer { _ = closeDescriptor(fd) }
         guard ftruncate(fd, off_t(length)) == 0 else { throw error(errno, "size", url) }
         #if canImport(Glibc)
         let result = posix_fallocate(fd, 0, off_t(length))
@@ -112,24 +105,23 @@ public final class PartialFile {
     public static func sync(_ url: URL) throws {
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw error(errno, "open", url) }
-        defer { _ = SystemLibc.close(fd) }
-        guard fsync(fd) == 0 else { throw error(errno, "fsync", url) }
+        defer { _ = closeDescriptor(fd) }
+        guard Durability.sync(fd) == 0 else { throw error(errno, "fsync", url) }
     }
 
     deinit {
         // A background write nobody settled may still use the descriptor: leave it open
         // then (callers settle on every path; this is the last guard against a reused fd).
-        if fd >= 0, inFlight == nil { _ = SystemLibc.close(fd) }
+        if fd >= 0, inFlight == nil { _ = closeDescriptor(fd) }
     }
 
     /// `O_DIRECT` is not in Swift's Glibc module; its value is per architecture.
     private static func openDirect(_ path: String) -> Int32 {
+        var oDirect: Int32 = 0   // none elsewhere (Apple platforms have F_NOCACHE instead)
         #if os(Linux) && arch(x86_64)
-        let oDirect: Int32 = 0o40000
+        oDirect = 0o40000
         #elseif os(Linux) && arch(arm64)
-        let oDirect: Int32 = 0o200000
-        #else
-        let oDirect: Int32 = 0
+        oDirect = 0o200000
         #endif
         guard oDirect != 0, ProcessInfo.processInfo.environment["COURIER_NO_DIRECT_IO"] == nil else { return -1 }
         return open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | oDirect)
@@ -331,7 +323,7 @@ public final class PartialFile {
         try flush()
         let fd = self.fd
         let url = self.url
-        try await Blocking.run { if fsync(fd) != 0 { throw Self.error(errno, "fsync", url) } }
+        try await Blocking.run { if Durability.sync(fd) != 0 { throw Self.error(errno, "fsync", url) } }
         try close()
     }
 
@@ -339,7 +331,7 @@ public final class PartialFile {
     public func close() throws {
         guard fd >= 0, inFlight == nil else { return }
         defer {
-            _ = SystemLibc.close(fd); fd = -1
+            _ = closeDescriptor(fd); fd = -1
             direct = nil
         }
         try flush()
@@ -360,7 +352,7 @@ public final class PartialFile {
         }
         guard rename(partial.path, final.path) == 0 else { throw error(errno, "rename", final) }
         let dfd = open(dir.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { _ = fsync(dfd); _ = SystemLibc.close(dfd) }
+        if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
     }
 
     /// Maps an errno to a Courier error: ENOSPC and EDQUOT are ``CourierError/Code/noSpace``.
@@ -376,11 +368,8 @@ public final class PartialFile {
     }
 }
 
-#if canImport(Glibc)
-private enum SystemLibc { static func close(_ fd: Int32) -> Int32 { Glibc.close(fd) } }
-#elseif canImport(Darwin)
-private enum SystemLibc { static func close(_ fd: Int32) -> Int32 { Darwin.close(fd) } }
-#endif
+/// `close(2)`, from where a method named `close` would shadow it.
+private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 /// Staging memory that a background write may still be reading: freed with its last user.
 final class StagingBuffer: @unchecked Sendable { // written by one side at a time (PartialFile hands it over)
@@ -393,5 +382,5 @@ final class StagingBuffer: @unchecked Sendable { // written by one side at a tim
 final class Descriptor: Sendable {
     let fd: Int32
     init(_ fd: Int32) { self.fd = fd }
-    deinit { _ = SystemLibc.close(fd) }
+    deinit { _ = closeDescriptor(fd) }
 }

@@ -1,8 +1,5 @@
 import Crypto
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// What pressing DOWNLOAD did (seed 002).
 public enum DownloadButtonAction: Sendable, Equatable {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The live state of a segmented run's byte ranges, shared by its connections and its
 /// persister: each segment's range, the bytes written to the file (`received`, what is
@@ -9,10 +8,10 @@ final class SegmentBoard: Sendable {
         var position: [Int: Int64]
         var busy: Set<Int> = []
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(_ segments: [Segment]) {
-        state = Mutex(State(segments: Dictionary(uniqueKeysWithValues: segments.map { ($0.index, $0) }),
+        state = Locked(State(segments: Dictionary(uniqueKeysWithValues: segments.map { ($0.index, $0) }),
                             position: Dictionary(uniqueKeysWithValues: segments.map { ($0.index, $0.next) })))
     }
 

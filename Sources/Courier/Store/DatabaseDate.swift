@@ -1,10 +1,5 @@
 import Foundation
 import GRDB
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Dates as Courier stores them: GRDB's text format, `yyyy-MM-dd HH:mm:ss.SSS` in UTC
 /// (so databases written before stay readable, and SQLite's date functions work), but

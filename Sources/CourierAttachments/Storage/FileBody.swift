@@ -57,7 +57,7 @@ enum HTTPCalls {
         }
         do {
             for try await buffer in response.body { try out.write(contentsOf: Data(buffer.readableBytesView)) }
-            try out.synchronize()
+            try Durability.sync(out)
             try out.close()
             guard rename(temp.path, destination.path) == 0 else { throw CourierError(.fileWrite, "cannot move \(destination.lastPathComponent) into place") }
         } catch {

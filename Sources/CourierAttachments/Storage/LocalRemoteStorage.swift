@@ -58,7 +58,7 @@ enum FileCopy {
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
                 try output.write(contentsOf: chunk)
             }
-            try output.synchronize()
+            try Durability.sync(output)
             guard rename(temp.path, target.path) == 0 else {
                 throw CourierError(.fileWrite, "cannot move \(target.lastPathComponent) into place: \(String(cString: strerror(errno)))")
             }

@@ -3,9 +3,6 @@ import Courier
 import Dispatch
 import Foundation
 import Logging
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Runs downloads in the foreground: progress on stderr, Ctrl-C (SIGINT) or SIGTERM pauses
 /// them (partial and record kept) and says how to go on.

@@ -2,9 +2,6 @@ import ArgumentParser
 import Courier
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `courier get -i FILE`: every download of an aria2-style list, `-j` at once, connections
 /// reused per host, queued in one transaction.

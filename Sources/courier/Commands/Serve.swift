@@ -2,9 +2,6 @@ import ArgumentParser
 import CourierOrigin
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,0 +1,17 @@
+import Foundation
+
+/// The one way the package forces bytes to stable storage: `fsync` on Linux,
+/// `F_FULLFSYNC` on Apple platforms (see `PlatformSync`). Where Courier promises
+/// durability (a finished file, its directory entry, metadata written atomically), it
+/// goes through here.
+package enum Durability {
+    /// Syncs a descriptor; 0 on success, else -1 with `errno` set.
+    package static func sync(_ fd: Int32) -> Int32 { PlatformSync.fullSync(fd) }
+
+    /// Syncs an open file handle.
+    package static func sync(_ handle: FileHandle) throws {
+        guard sync(handle.fileDescriptor) == 0 else {
+            throw CourierError(.fileWrite, "cannot force a file to stable storage: \(String(cString: strerror(errno)))")
+        }
+    }
+}
