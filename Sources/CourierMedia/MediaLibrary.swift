@@ -35,7 +35,8 @@ public actor MediaLibrary {
         self.logger = logger
         folder = LibraryFolder(url: root.appendingPathComponent(MediaLayout.downloads), protection: protection)
         // Applied at every start, not only at creation: a library made before protection
-        // existed, or restored from a backup, gets it too.
+        // existed, or restored from a backup, is excluded from backups again, and files
+        // created from now on get the folder's protection class (existing files keep theirs).
         _ = try folder.ensure()
         protectionFailure = folder.applyProtection()
         var config = DownloaderConfiguration(rootDirectory: root)
@@ -49,6 +50,14 @@ public actor MediaLibrary {
     let folder: LibraryFolder
     /// The last failure to protect the library folder, if any (the download went on).
     public private(set) var protectionFailure: CourierError?
+
+    /// Deletes a file or folder; a failure is an error with its code (a file already gone is fine).
+    private func removeFile(_ url: URL) throws {
+        do { try FileManager.default.removeItem(at: url) } catch {
+            if !FileManager.default.fileExists(atPath: url.path) { return }
+            throw CourierError(.fileWrite, "cannot remove \(url.lastPathComponent)", underlying: error)
+        }
+    }
 
     /// Recreates a deleted `Downloads` folder and protects it again; a failure to protect
     /// is logged and kept in ``protectionFailure``.
@@ -167,22 +176,25 @@ public actor MediaLibrary {
     }
 
     /// Removes a version, a season, or a whole item (movie or series), then its metadata
-    /// entries and any folder left empty.
+    /// entries and any folder left empty. Nothing to remove is ``CourierError/Code/notFound``.
     public func remove(itemId: String, versionId: String? = nil, season: Int? = nil) throws {
         let folder = root.appendingPathComponent("\(MediaLayout.downloads)/\(try MediaLayout.component(itemId))")
         let store = MetadataStore(root: root)
+        guard FileManager.default.fileExists(atPath: folder.path) else { throw CourierError(.notFound, "no item \(itemId) in the library") }
         if let season {
-            try? FileManager.default.removeItem(at: folder.appendingPathComponent(MediaLayout.seasonName(season)))
+            let seasonFolder = folder.appendingPathComponent(MediaLayout.seasonName(season))
+            guard FileManager.default.fileExists(atPath: seasonFolder.path) else { throw CourierError(.notFound, "item \(itemId) has no season \(season)") }
+            try removeFile(seasonFolder)
             try store.reaggregateSeries(folder: folder)
         } else if let versionId {
             let v = try MediaLayout.component(versionId, "version id")
             let discovery = MediaDiscovery(root: root)
-            for file in discovery.files(in: folder, depth: 2) where file.lastPathComponent.contains("-\(v).") {
-                try? FileManager.default.removeItem(at: file)
-            }
+            let files = discovery.files(in: folder, depth: 2).filter { $0.lastPathComponent.contains("-\(v).") }
+            guard !files.isEmpty else { throw CourierError(.notFound, "item \(itemId) has no version \(versionId)") }
+            for file in files { try removeFile(file) }
             try store.removeVersion(v, under: folder)
         } else {
-            try? FileManager.default.removeItem(at: folder)
+            try removeFile(folder)
         }
         MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
     }

@@ -38,8 +38,13 @@ public final class JellyfinServer: MediaServer {
     public func item(id: String) async throws -> MediaItem {
         var request = HTTPClientRequest(url: "\(baseURL)/Items/\(try MediaLayout.component(id).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)")
         for (k, v) in authorizationHeaders() { request.headers.add(name: k, value: v) }
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 8 << 20)
+        let response: HTTPClientResponse, body: ByteBuffer
+        do {
+            response = try await client.execute(request, timeout: .seconds(30))
+            body = try await response.body.collect(upTo: 8 << 20)
+        } catch {
+            throw AsyncHTTPClientTransport.map(error, url: baseURL)
+        }
         guard response.status == .ok else {
             throw CourierError(response.status == .notFound ? .notFound : .httpClientError, "the server answered \(response.status.code) for item \(id)", httpStatus: Int(response.status.code))
         }

@@ -59,7 +59,9 @@ public final class CourierOrigin: Sendable {
                              tls: (certificatePEM: String, privateKeyPEM: String)? = nil,
                              logger: Logger = Logger(label: "courier.origin")) async throws -> CourierOrigin {
         let sslContext = try tls.map { tls in
-            try NIOSSLContext(configuration: .makeServerConfiguration(certificateChain: [.file(tls.certificatePEM)], privateKey: .file(tls.privateKeyPEM)))
+            try NIOSSLContext(configuration: .makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(tls.certificatePEM).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: tls.privateKeyPEM, format: .pem))))
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await ServerBootstrap(group: group)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Courier
 import Foundation
 
 @main
@@ -17,4 +18,29 @@ struct CourierCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [Get.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Attachments.self, Doc.self, Media.self, Open.self, Demo.self, Serve.self]
     )
+
+    /// Runs the command; every failure leaves with an `E_` code and its documented exit
+    /// status, in this one place (usage errors and `--help` as argument-parser prints them).
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            // For the README test: every documented command line must parse; nothing runs.
+            if ProcessInfo.processInfo.environment["COURIER_PARSE_ONLY"] == "1" { return }
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as CourierError {
+            exit(withError: failure(error))
+        } catch let error as CancellationError {
+            exit(withError: failure(CourierError(.paused, "interrupted", underlying: error)))
+        } catch {
+            // argument-parser's own errors (usage, --help, ExitCode) keep their meaning.
+            if error is ExitCode || error is ValidationError || error is CleanExit || String(reflecting: type(of: error)).contains("ArgumentParser") {
+                exit(withError: error)
+            }
+            exit(withError: failure(CourierError(.unexpected, Redactor.redact(String(describing: error)), underlying: error)))
+        }
+    }
 }

@@ -82,7 +82,7 @@ import Glibc
         }
         for id in freshIDs { #expect(FileManager.default.fileExists(atPath: remoteDir.appendingPathComponent("files/\(id).jpg").path)) }
         #expect(!FileManager.default.fileExists(atPath: remoteDir.appendingPathComponent("files/\(ownID).jpg").path))
-        let states = try await pool.read { db in try Row.fetchAll(db, sql: "SELECT id, state FROM attachments") }
+        let states = try pool.read { db in try Row.fetchAll(db, sql: "SELECT id, state FROM attachments") }
         #expect(states.allSatisfy { ($0["state"] as Int) == 3 }, "\(states)")
         #expect(!states.contains { ($0["id"] as String) == ownID })
         // Interrupted downloads resumed rather than starting over.
@@ -110,7 +110,7 @@ import Glibc
     }
 
     private func expectNoSyncedWithoutFile(_ pool: DatabasePool, dir: URL) async throws {
-        let synced = try await pool.read { db in try Row.fetchAll(db, sql: "SELECT id, local_uri FROM attachments WHERE state = 3") }
+        let synced = try pool.read { db in try Row.fetchAll(db, sql: "SELECT id, local_uri FROM attachments WHERE state = 3") }
         for row in synced {
             let local: String? = row["local_uri"]
             #expect(local.map { FileManager.default.fileExists(atPath: dir.appendingPathComponent($0).path) } == true, "SYNCED without a file: \(row)")

@@ -26,6 +26,10 @@ import Testing
         #expect(trusted.status == 0, "\(trusted.stderr)")
         let insecure = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("c").path, "--insecure", "--db", w.db])
         #expect(insecure.status == 0)
+        // -k is curl's --insecure.
+        let k = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("d").path, "-k", "--db", w.db])
+        #expect(k.status == 0, "\(k.stderr)")
         #expect(try Data(contentsOf: w.out.appendingPathComponent("b")) == data && Data(contentsOf: w.out.appendingPathComponent("c")) == data)
+        #expect(try Data(contentsOf: w.out.appendingPathComponent("d")) == data)
     }
 }

@@ -36,7 +36,8 @@ open class NSMetadataQuery: NSObject {
     open var resultCount: Int { fatalError("stub") }
     /// https://developer.apple.com/documentation/foundation/nsmetadataquery/result(at:)
     open func result(at idx: Int) -> Any { fatalError("stub") }
-    /// https://developer.apple.com/documentation/foundation/nsmetadataquery/operationqueue (iOS 7, macOS 10.9)
+    /// https://developer.apple.com/documentation/foundation/nsmetadataquery/operationqueue
+    @available(iOS 7.0, macOS 10.9, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)
     open var operationQueue: OperationQueue?
 }
 
@@ -113,6 +114,8 @@ public protocol NSFilePresenter: NSObjectProtocol {}
 open class NSFileCoordinator: NSObject {
     /// https://developer.apple.com/documentation/foundation/nsfilecoordinator/init(filepresenter:)
     public init(filePresenter filePresenterOrNil: (any NSFilePresenter)?) { super.init() }
+    /// https://developer.apple.com/documentation/foundation/nsfilecoordinator/cancel()
+    open func cancel() { fatalError("stub") }
     /// https://developer.apple.com/documentation/foundation/nsfilecoordinator/coordinate(with:queue:byaccessor:) (iOS 8, macOS 10.10)
     @available(iOS 8.0, macOS 10.10, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)
     open func coordinate(with intents: [NSFileAccessIntent], queue: OperationQueue, byAccessor accessor: @escaping @Sendable ((any Error)?) -> Void) {
@@ -161,6 +164,6 @@ public let F_FULLFSYNC: Int32 = 51
 // swift-corelibs-foundation marks NSPredicate(format:) unavailable; Apple's is
 // https://developer.apple.com/documentation/foundation/nspredicate/init(format:_:)
 extension NSPredicate {
-    @available(iOS 3.0, macOS 10.4, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)
+    @available(iOS 8.0, macOS 10.10, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)
     public convenience init(format predicateFormat: String, _ args: any CVarArg...) { self.init(value: true) }
 }

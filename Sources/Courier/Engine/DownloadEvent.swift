@@ -44,6 +44,9 @@ public enum DownloadEvent: Sendable, Equatable {
     case failed(id: String, error: CourierError)
     /// The download was cancelled; its partial file and record are gone. Final.
     case cancelled(id: String)
+    /// An attempt failed with a passing error; the next starts after `delay`. `attempt`
+    /// counts the failures in a row, `limit` is where the download gives up.
+    case retrying(id: String, attempt: Int, limit: Int, error: CourierError, delay: Duration)
 
     /// The download the event is about.
     public var id: String {
@@ -53,6 +56,7 @@ public enum DownloadEvent: Sendable, Equatable {
         case let .completed(r): return r.id
         case let .failed(id, _): return id
         case let .cancelled(id): return id
+        case let .retrying(id, _, _, _, _): return id
         }
     }
 

@@ -10,6 +10,8 @@ struct DownloadRun: Sendable {
     let context: EngineContext
     /// The URL with its secrets, known only to this process (the record stores it redacted).
     var liveURL: String? = nil
+    /// The download's byte-rate limit, shared by its connections (`nil`: none).
+    var limiter: RateLimiter? = nil
 
     /// What one attempt (a request and its body) came to.
     enum AttemptOutcome: Sendable {
@@ -102,6 +104,7 @@ struct DownloadRun: Sendable {
 
         var url = try URLPolicy.validate(try await usableURL(record))
         var failures = 0
+        var refusals = 0
         var restarts = 0
         var refreshedBeforeResume = false
         var refreshedAfterDenial = false
@@ -172,10 +175,14 @@ struct DownloadRun: Sendable {
                     r.lastErrorMessage = error.message
                     r.bytesReceived = PartialFile.length(at: partialURL)
                 }
-                if failures >= config.retryPolicy.maxAttempts {
-                    throw CourierError(error.code, "\(error.message) (gave up after \(failures) attempts)", httpStatus: error.httpStatus)
+                refusals = error.code == .connectionRefused ? refusals + 1 : 0
+                let limit = error.code == .connectionRefused ? min(config.retryPolicy.maxRefusedAttempts, config.retryPolicy.maxAttempts) : config.retryPolicy.maxAttempts
+                let attempt = error.code == .connectionRefused ? refusals : failures
+                if attempt >= limit {
+                    throw CourierError(error.code, "\(error.message) (gave up after \(attempt) attempts)", httpStatus: error.httpStatus)
                 }
                 let delay = config.retryPolicy.delay(afterFailures: failures, retryAfter: after)
+                context.hub.publish(.retrying(id: id, attempt: attempt, limit: limit, error: error, delay: delay))
                 context.logger.info("retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
                 try await Task.sleep(for: delay)
             case let .refresh(error):
@@ -319,6 +326,7 @@ struct DownloadRun: Sendable {
                     hasher?.update(bufferPointer: raw)
                 }
                 received += n
+                try await limiter?.consume(Int(n), activity: activity)
                 let now = clock.now
                 if now - lastEvent >= config.progressEventInterval {
                     lastEvent = now
@@ -483,7 +491,7 @@ struct DownloadRun: Sendable {
     }
 
     static func isRetriable(_ error: CourierError) -> Bool {
-        [.network, .timeout, .shortBody, .httpServerError, .malformedHeader].contains(error.code)
+        [.network, .connectionRefused, .timeout, .shortBody, .httpServerError, .malformedHeader].contains(error.code)
     }
 
     static func hex(_ digest: SHA256.Digest) -> String {

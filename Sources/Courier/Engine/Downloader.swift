@@ -441,7 +441,7 @@ public actor Downloader {
         let database = context.database, owner = context.owner
         Task {
             let page = (try? await database.nextQueued(limit: limit, excluding: exclude, owner: owner)) ?? []
-            await self.refilled(page)
+            self.refilled(page)
         }
     }
 
@@ -453,7 +453,8 @@ public actor Downloader {
     }
 
     private func launch(_ id: String) {
-        let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id])
+        let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id],
+                              limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0) })
         let runTask = Task { await run.run() }
         let supervisor = Task {
             let outcome = await runTask.value

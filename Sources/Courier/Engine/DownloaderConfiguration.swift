@@ -16,6 +16,9 @@ public struct DownloaderConfiguration: Sendable {
     public var freeSpaceReserve: Int64 = 100 << 20
     /// The largest file accepted; a body past it fails with ``CourierError/Code/bodyTooLong``.
     public var maxFileSize: Int64? = nil
+    /// The most bytes per second one download may take, all its connections together
+    /// (curl's `--limit-rate`); `nil`: as fast as it comes.
+    public var maxBytesPerSecond: Int64? = nil
     /// How often progress is written to the database while bytes flow (default 1 s).
     public var progressPersistInterval: Duration = .seconds(1)
     /// How often progress events are published while bytes flow (default 0.1 s).

@@ -22,7 +22,7 @@ public struct StaticHeaders: RequestAuthorizing {
 
 extension URL {
     /// scheme://host:port, for same-origin checks.
-    var origin: String {
+    package var origin: String {
         let scheme = (scheme ?? "").lowercased()
         let port = port ?? (scheme == "https" ? 443 : 80)
         return "\(scheme)://\((host ?? "").lowercased()):\(port)"

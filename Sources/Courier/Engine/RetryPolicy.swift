@@ -12,6 +12,10 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxAttempts: Int
     /// The longest `Retry-After` honoured; a server asking for more is waited for this long.
     public var maxRetryAfter: Duration
+    /// Refused connections in a row after which the download fails (a server being
+    /// restarted comes back within seconds; nothing listening stays so): 3 by default,
+    /// about 2 s in all, where 8 backed-off attempts would take minutes.
+    public var maxRefusedAttempts: Int = 3
 
     /// Makes a policy; the defaults are 1 s doubling to 60 s, 8 attempts, Retry-After up to 5 min.
     public init(baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60), maxAttempts: Int = 8, maxRetryAfter: Duration = .seconds(300)) {

@@ -76,6 +76,9 @@ extension CourierError.Code {
     // Transport
     /// The connection failed or dropped.
     public static let network = Self(rawValue: "E_NETWORK")
+    /// The host refused the connection: nothing listens at that address and port. Retried
+    /// a few times only (``RetryPolicy/maxRefusedAttempts``), since it rarely passes.
+    public static let connectionRefused = Self(rawValue: "E_CONNECTION_REFUSED")
     /// The TLS handshake failed: an untrusted, expired or mismatched certificate. Not
     /// retried: waiting does not make a certificate trusted.
     public static let tls = Self(rawValue: "E_TLS")
@@ -115,4 +118,6 @@ extension CourierError.Code {
     public static let cancelled = Self(rawValue: "E_CANCELLED")
     /// Another process (or downloader) holds the download's lease and is running it.
     public static let leased = Self(rawValue: "E_LEASED")
+    /// A failure Courier has no better code for (the message says what); a bug to report.
+    public static let unexpected = Self(rawValue: "E_UNEXPECTED")
 }

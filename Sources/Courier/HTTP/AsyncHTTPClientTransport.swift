@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
+import NIOPosix
 import NIOSSL
 
 /// ``HTTPTransport`` over AsyncHTTPClient: connection pooling, TLS with certificate
@@ -45,6 +46,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         )
         configuration.httpVersion = .http1Only
         configuration.connectionPool = .init(idleTimeout: .seconds(30))
+        // A refused connection fails the attempt at once (the engine's retry policy decides
+        // what next), instead of being retried inside the client until the connect timeout.
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.ownsClient = true
     }
@@ -83,7 +87,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
-    static func map(_ error: any Error, url: String) -> any Error {
+    /// Any error of AsyncHTTPClient, SwiftNIO or NIOSSL as a ``CourierError`` (or a
+    /// `CancellationError`), for every module of the package that talks HTTP.
+    package static func map(_ error: any Error, url: String) -> any Error {
         if error is CancellationError { return error }
         if let e = error as? CourierError { return e }
         if let e = error as? HTTPClientError, e == .cancelled { return CancellationError() }
@@ -92,6 +98,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         if error is NIOHTTPDecompression.DecompressionError {
             return CourierError(.bodyTooLong, "the server's compressed body decodes past the allowed size", underlying: error)
+        }
+        if isConnectionRefused(error) {
+            let target = URL(string: url).map { "\($0.host ?? "?"):\($0.port.map(String.init) ?? ($0.scheme == "https" ? "443" : "80"))" } ?? "the server"
+            return CourierError(.connectionRefused, "connection refused by \(target) (nothing listens there)", underlying: error)
         }
         if let e = error as? HTTPClientError, e == .deadlineExceeded || e == .connectTimeout || e == .readTimeout {
             return CourierError(.timeout, "timed out talking to \(url)", underlying: error)
@@ -103,6 +113,17 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return CourierError(.unsupportedScheme, "unsupported scheme in \(url)", underlying: error)
         }
         return CourierError(.network, "network error talking to \(url): \(Redactor.redact(String(describing: error)))", underlying: error)
+    }
+}
+
+extension AsyncHTTPClientTransport {
+    /// Whether the connection was refused (`ECONNREFUSED`), directly or on every address tried.
+    static func isConnectionRefused(_ error: any Error) -> Bool {
+        if let e = error as? NIOConnectionError {
+            return !e.connectionErrors.isEmpty && e.connectionErrors.allSatisfy { isConnectionRefused($0.error) }
+        }
+        if let e = error as? IOError { return e.errnoCode == ECONNREFUSED }
+        return false
     }
 }
 

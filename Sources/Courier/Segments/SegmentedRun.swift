@@ -266,6 +266,7 @@ extension DownloadRun {
             if keep > 0 {
                 try buffer.withUnsafeReadableBytes { raw in try file.append(UnsafeRawBufferPointer(rebasing: raw[0..<keep])) }
                 board.advance(index, position: file.logicalLength, flushed: file.flushedLength)
+                try await limiter?.consume(keep, activity: activity)
             }
             // The range is whole (a split may have brought its end closer): stop here; the
             // rest of this reply belongs to another connection.

@@ -46,10 +46,15 @@ public enum CocoaFileErrors {
         }
     }
 
-    /// `error` mapped by the table, or itself.
+    /// `NSUserCancelledError`: a coordination given up (the task was cancelled).
+    public static let userCancelled = 3072
+
+    /// `error` mapped by the table, or itself; a cancelled coordination is a `CancellationError`.
     public static func map(_ error: any Error, during operation: Operation, path: String) -> any Error {
         if error is CourierError || error is CancellationError { return error }
-        guard let mapped = courierError(UbiquityError(error), during: operation, path: path) else { return error }
+        let values = UbiquityError(error)
+        if values.domain == cocoaDomain, values.code == userCancelled { return CancellationError() }
+        guard let mapped = courierError(values, during: operation, path: path) else { return error }
         return CourierError(mapped.code, mapped.message, underlying: error)
     }
 }

@@ -69,7 +69,7 @@ public final class ICloudContainer: DocumentContainer {
     public func coordinatedRead(_ path: String, chunkSize: Int, _ body: @Sendable (Data) async throws -> Void) async throws {
         try await withoutActuallyEscaping(body) { body in
             // The coordinated access outlives no call: it ends before this function returns.
-            nonisolated(unsafe) let chunkBody = body
+            let chunkBody = body
             try await coordinated(path, writing: false) { url in
                 let handle = try FileHandle(forReadingFrom: url)
                 defer { try? handle.close() }

@@ -69,12 +69,19 @@ public final class SystemUbiquityService: UbiquityService, @unchecked Sendable {
         nonisolated(unsafe) let intent = writing ? NSFileAccessIntent.writingIntent(with: url, options: .forReplacing)
                                                  : NSFileAccessIntent.readingIntent(with: url, options: [])
         nonisolated(unsafe) let coordinator = NSFileCoordinator(filePresenter: nil)
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            coordinator.coordinate(with: [intent], queue: coordinationQueue) { error in
-                if let error { return continuation.resume(throwing: error) }
-                accessor(intent.url)   // the access lasts until this returns
-                continuation.resume()
+        // Waiting for access (an evicted file being downloaded, maybe offline) ends when the
+        // task is cancelled: cancel() makes the coordination fail with NSUserCancelledError.
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                coordinator.coordinate(with: [intent], queue: coordinationQueue) { error in
+                    withExtendedLifetime(coordinator) {}   // alive until access is granted or refused
+                    if let error { return continuation.resume(throwing: error) }
+                    accessor(intent.url)   // the access lasts until this returns
+                    continuation.resume()
+                }
             }
+        } onCancel: {
+            coordinator.cancel()
         }
     }
 

@@ -10,10 +10,9 @@ struct Pause: AsyncParsableCommand {
     var id: String
 
     @OptionGroup var store: StoreOptions
-    @OptionGroup var engine: EngineOptions
 
     func run() async throws {
-        try await withDownloader(store: store, engine: engine) { try await $0.pause(id: id) }
+        try await withDownloader(store: store) { try await $0.pause(id: id) }
         Terminal.out("Paused \(id).")
     }
 }
@@ -30,6 +29,9 @@ struct Resume: AsyncParsableCommand {
     @Option(name: .long, help: "The full URL again, for a download whose URL carried a secret (a token, a signature): secrets are never stored.")
     var url: String?
 
+    @Option(name: [.customShort("H"), .customLong("header")], help: "A header to send, \"Name: value\" (repeatable); sent only to the download's own origin, never stored.")
+    var headers: [String] = []
+
     @Flag(name: .shortAndLong, help: "No progress output.")
     var quiet = false
 
@@ -42,12 +44,19 @@ struct Resume: AsyncParsableCommand {
     func validate() throws {
         if (id == nil) == !all { throw ValidationError("Name one download id, or pass --all.") }
         if url != nil, id == nil { throw ValidationError("--url goes with one download id.") }
+        _ = try Get.parseHeaders(headers)
     }
 
     func run() async throws {
+        Interrupts.shared.install()
+        let headerPairs = try Get.parseHeaders(headers)
         do {
-            let database = try store.open()
-            let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
+            guard let database = try store.openExisting() else {
+                if id != nil { throw CourierError(.notFound, "no download with id \(id!)") }
+                return Terminal.out("Nothing to resume.")
+            }
+            let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(),
+                                        requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
             if let id {
                 // Never send `token=REDACTED`: a URL whose secret was not stored needs it again.
                 if url == nil, let record = try await downloader.record(id: id), Redactor.isRedacted(url: record.remoteUrl) {
@@ -85,19 +94,20 @@ struct Cancel: AsyncParsableCommand {
     var id: String
 
     @OptionGroup var store: StoreOptions
-    @OptionGroup var engine: EngineOptions
 
     func run() async throws {
-        try await withDownloader(store: store, engine: engine) { try await $0.cancel(id: id) }
+        try await withDownloader(store: store) { try await $0.cancel(id: id) }
         Terminal.out("Cancelled \(id).")
     }
 }
 
-/// Runs one control operation on a downloader over the CLI's database, always shutting it
-/// down, and turns a Courier error into its exit code.
-func withDownloader(store: StoreOptions, engine: EngineOptions, _ body: (Downloader) async throws -> Void) async throws {
+/// Runs one control operation on a downloader over the CLI's existing database, always
+/// shutting it down, and turns a Courier error into its exit code. No database: no such
+/// download (and none is created).
+func withDownloader(store: StoreOptions, _ body: (Downloader) async throws -> Void) async throws {
     do {
-        let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), logger: makeLogger(verbose: false))
+        guard let database = try store.openExisting() else { throw CourierError(.notFound, "no downloads recorded at \(store.databasePath)") }
+        let downloader = Downloader(configuration: DownloaderConfiguration(rootDirectory: URL(fileURLWithPath: "/")), database: database, logger: makeLogger(verbose: false))
         do {
             try await body(downloader)
         } catch {

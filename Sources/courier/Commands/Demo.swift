@@ -102,7 +102,7 @@ struct Demo: AsyncParsableCommand {
 
     /// Writes `size` bytes of pseudo-random data and returns their SHA-256.
     static func generate(_ url: URL, size: Int64) throws -> String {
-        FileManager.default.createFile(atPath: url.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
         var state: UInt64 = 0x2545_F491_4F6C_DD1D

@@ -15,7 +15,7 @@ struct DocOptions: ParsableArguments {
     @Option(name: .long, help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
     var header: [String] = []
 
-    @Option(name: .long, help: "Seconds without a status change before the download is triggered again.")
+    @Option(name: .long, help: "Seconds without progress (no status change, no movement of the percent) before the download is triggered again.")
     var idleTimeout: Int = 30
 
     @Option(name: .long, help: "Triggers after the first before giving up with E_TIMEOUT.")
@@ -46,13 +46,18 @@ struct DocOptions: ParsableArguments {
             await c.shutdown()
         } catch let error as CourierError {
             await container?.shutdown()
-            if json {
-                try printJSON(["ok": "false", "code": error.code.rawValue, "message": error.message])
-                throw ExitCode(ExitCodes.code(for: error.code))
-            }
-            throw failure(error)
+            throw failure(error, json: json)
         }
     }
+}
+
+/// What `courier doc --json` prints on success: real booleans and numbers.
+struct DocResult: Encodable {
+    var ok = true
+    var created: Int?
+    var exists: Bool?
+    var text: String?
+    var percent: Double?
 }
 
 struct Doc: AsyncParsableCommand {
@@ -66,7 +71,7 @@ struct Doc: AsyncParsableCommand {
         func run() async throws {
             try await options.run { container, _ in
                 let created = try await container.createPlaceholders()
-                if options.json { try printJSON(["ok": "true", "created": String(created.count)]) } else { created.forEach { Terminal.out($0) } }
+                if options.json { try printJSON(DocResult(created: created.count)) } else { created.forEach { Terminal.out($0) } }
             }
         }
     }
@@ -78,7 +83,7 @@ struct Doc: AsyncParsableCommand {
         func run() async throws {
             try await options.run { _, docs in
                 let exists = docs.documentExists(path)
-                if options.json { try printJSON(["ok": "true", "exists": String(exists)]) } else { Terminal.out(exists ? "yes" : "no") }
+                if options.json { try printJSON(DocResult(exists: exists)) } else { Terminal.out(exists ? "yes" : "no") }
                 if !exists { throw ExitCode(ExitCodes.notFound) }
             }
         }
@@ -91,7 +96,7 @@ struct Doc: AsyncParsableCommand {
         func run() async throws {
             try await options.run { _, docs in
                 let text = try await docs.readInPlace(path)
-                if options.json { try printJSON(["ok": "true", "text": text]) } else { FileHandle.standardOutput.write(Data(text.utf8)) }
+                if options.json { try printJSON(DocResult(text: text)) } else { FileHandle.standardOutput.write(Data(text.utf8)) }
             }
         }
     }
@@ -117,7 +122,7 @@ struct Doc: AsyncParsableCommand {
                 guard let data = FileManager.default.contents(atPath: file) else { throw CourierError(.fileNotFound, "\(file) cannot be read") }
                 try await docs.writeInPlace(path, data: data)
                 await container.flushUploads()
-                if options.json { try printJSON(["ok": "true"]) } else { Terminal.out("Wrote and uploaded \(path).") }
+                if options.json { try printJSON(DocResult()) } else { Terminal.out("Wrote and uploaded \(path).") }
             }
         }
     }
@@ -130,7 +135,7 @@ struct Doc: AsyncParsableCommand {
             try await options.run { container, docs in
                 try await container.startDownloading(path, restart: false)
                 for try await percent in docs.downloadProgress(path) {
-                    Terminal.out(options.json ? "{\"percent\": \(String(format: "%.1f", percent))}" : String(format: "%.1f%%", percent))
+                    if options.json { try printJSON(DocResult(percent: (percent * 10).rounded() / 10)) } else { Terminal.out(String(format: "%.1f%%", percent)) }
                 }
             }
         }
@@ -143,7 +148,7 @@ struct Doc: AsyncParsableCommand {
         func run() async throws {
             try await options.run { container, _ in
                 try await container.evict(path)
-                if options.json { try printJSON(["ok": "true"]) } else { Terminal.out("Evicted \(path).") }
+                if options.json { try printJSON(DocResult()) } else { Terminal.out("Evicted \(path).") }
             }
         }
     }

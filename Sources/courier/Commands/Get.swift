@@ -5,27 +5,39 @@ import Foundation
 
 struct Get: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Download a URL (or every URL of a list); run it again after an interruption and it resumes.")
+        abstract: "Download URLs (or every URL of a list); run it again after an interruption and it resumes.",
+        discussion: """
+        Each URL is its own file (as curl and wget do; aria2 would take several URLs as mirrors \
+        of one file). A file fetched before is fetched again only if the server's copy changed: \
+        one conditional request, "already up to date" when it did not. Ctrl-C pauses; the same \
+        command resumes. -k is curl's --insecure; aria2's -k (split size) is --min-split-size.
+        """)
 
-    @Argument(help: "The http or https URL.")
-    var url: String?
+    @Argument(help: "One or more http or https URLs.")
+    var urls: [String] = []
 
     @Option(name: [.customShort("i"), .customLong("input-file")],
             help: "Download every URL listed in this file (aria2's format: a URL per line, then indented out=, dir=, sha256= lines); - reads stdin.")
     var inputFile: String?
 
-    @Option(name: [.customShort("j"), .customLong("max-concurrent-downloads")], help: "Downloads at once with -i.")
+    @Option(name: [.customShort("j"), .customLong("max-concurrent-downloads")], help: "Downloads at once, with several URLs or -i.")
     var jobs: Int = 5
 
     @Option(name: [.customShort("x"), .customLong("connections")],
             help: "Connections per download (1-16): a large file from a server that serves ranges is fetched in that many parallel byte ranges.")
     var connections: Int = 1
 
-    @Option(name: [.customShort("d"), .customLong("dir")], help: "The directory -i's files are saved in (default: the current one).")
+    @Option(name: [.customShort("d"), .customLong("dir")], help: "The directory files are saved in (default: the current one); made if missing.")
     var directory: String?
 
-    @Option(name: .shortAndLong, help: "Where to save the file (default: a name from the server or the URL, in the current directory).")
+    @Option(name: .shortAndLong, help: "Where to save the file: a path, an existing directory to save into, or - for standard output (not resumable).")
     var output: String?
+
+    @Flag(name: [.customShort("O"), .customLong("remote-name")], help: "Name the file after the server (Content-Disposition) or the URL: the default, as curl's -O.")
+    var remoteName = false
+
+    @Option(name: [.customShort("H"), .customLong("header")], help: "A header to send, \"Name: value\" (repeatable); sent only to the URL's own origin, never stored.")
+    var headers: [String] = []
 
     @Option(name: .long, help: "The SHA-256 the file must have; it is checked before the file is put in place.")
     var sha256: String?
@@ -43,44 +55,81 @@ struct Get: AsyncParsableCommand {
     @OptionGroup var engine: EngineOptions
 
     func validate() throws {
-        if (url == nil) == (inputFile == nil) { throw ValidationError("Give one URL, or -i FILE.") }
+        if urls.isEmpty == (inputFile == nil) { throw ValidationError("Give one or more URLs, or -i FILE.") }
         if inputFile != nil, output != nil || sha256 != nil || id != nil {
             throw ValidationError("-o, --sha256 and --id apply to one URL; with -i, use out= and sha256= lines.")
         }
+        if urls.count > 1, output != nil || sha256 != nil || id != nil {
+            throw ValidationError("-o, --sha256 and --id apply to one URL; with several, use -d DIR (each file is named after its URL).")
+        }
+        if remoteName, output != nil { throw ValidationError("-O names the file after the URL; -o names it yourself: give one.") }
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
+        _ = try Self.parseHeaders(headers)
+    }
+
+    /// `-H "Name: value"` as header pairs.
+    static func parseHeaders(_ raw: [String]) throws -> [(name: String, value: String)] {
+        try raw.map { line in
+            guard let colon = line.firstIndex(of: ":") else { throw ValidationError("-H takes \"Name: value\", not \(line)") }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_".contains($0) }), !value.contains("\r"), !value.contains("\n") else {
+                throw ValidationError("-H: \(name) is not a header name")
+            }
+            return (name, value)
+        }
     }
 
     func run() async throws {
-        if let inputFile {
-            do {
-                let code = try await ListDownload(inputFile: inputFile, directory: directory, jobs: jobs, connections: connections, quiet: quiet, verbose: verbose,
-                                                  store: store, engine: engine).run()
+        Interrupts.shared.install()   // Ctrl-C pauses from the very first moment
+        let headerPairs = try Self.parseHeaders(headers)
+        do {
+            if let inputFile {
+                let code = try await ListDownload(inputFile: inputFile, directory: directory, jobs: jobs, connections: connections, headers: headerPairs,
+                                                  quiet: quiet, verbose: verbose, store: store, engine: engine).run()
                 if code != ExitCodes.success { throw ExitCode(code) }
                 return
-            } catch let error as CourierError {
-                throw failure(error)
             }
-        }
-        guard let url else { return }
-        do {
-            _ = try URLPolicy.validate(url)
-            let outputPath = try await resolveOutput()
-            let relative = String(outputPath.dropFirst())   // the CLI's root is "/"
-            let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: outputPath)
-            let database = try store.open()
-            let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(), logger: makeLogger(verbose: verbose))
-            // A finished download fetched again is revalidated: the server's current file for
-            // this URL, or one conditional request and "already up to date".
-            let before = FileIdentity(path: outputPath)
-            let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
-                                                                      connections: connections, revalidate: true))
-            if !quiet, record.bytesReceived > 0 {
-                Terminal.error("Resuming \(URL(fileURLWithPath: outputPath).lastPathComponent) from \(Format.bytes(record.bytesReceived)).")
+            for url in urls { _ = try URLPolicy.validate(url) }
+            if output == "-" {
+                guard urls.count == 1 else { throw ValidationError("-o - takes one URL.") }
+                let code = await StreamToStdout(url: urls[0], headers: headerPairs, sha256: sha256, transport: engine.transport()).run()
+                if code != ExitCodes.success { throw ExitCode(code) }
+                return
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet).watch([id]) { _ in
+            // Every output path is settled before anything downloads: a bad one fails now.
+            var targets: [(url: String, path: String)] = []
+            for url in urls {
+                targets.append((url, try await resolveOutput(url, headers: headerPairs)))
+                if Interrupts.shared.isSet { throw ExitCode(ExitCodes.interrupted) }
+            }
+            let paths = targets.map(\.path)
+            if let dup = paths.first(where: { p in paths.filter { $0 == p }.count > 1 }) {
+                throw CourierError(.invalidArgument, "two URLs would save to \(dup): use -d with distinct names, or one URL per command")
+            }
+            var configuration = engine.configuration()
+            configuration.maxConcurrentDownloads = max(1, jobs)
+            let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(),
+                                        requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
+            var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:]
+            for (url, path) in targets {
+                let relative = String(path.dropFirst())   // the CLI's root is "/"
+                let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: path)
+                // A finished download fetched again is revalidated: the server's current file
+                // for this URL, or one conditional request and "already up to date".
+                before[id] = FileIdentity(path: path)
+                let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
+                                                                          connections: connections, revalidate: true))
+                let name = URL(fileURLWithPath: path).lastPathComponent
+                if !quiet, record.bytesReceived > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(record.bytesReceived)).") }
+                ids.append(id)
+                labels[id] = name
+            }
+            let unchanged = before
+            let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids, labels: labels) { done in
                 // A 304 leaves the very file that was there (same inode); a new version was renamed over it.
-                before != nil && before == FileIdentity(path: outputPath) ? "already up to date" : nil
+                unchanged[done.id].map { $0 == FileIdentity(path: "/" + done.localFinalPath) } == true ? "already up to date" : nil
             }
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
@@ -88,39 +137,54 @@ struct Get: AsyncParsableCommand {
         }
     }
 
-    /// The absolute output path: `-o`, else the server's Content-Disposition name, else the
-    /// URL's last path component, in the current directory.
-    private func resolveOutput() async throws -> String {
-        let url = self.url ?? ""
-        let cwd = FileManager.default.currentDirectoryPath
+    /// The absolute output path: `-o` (inside it, when it is an existing directory), else the
+    /// server's Content-Disposition name or the URL's last path component, in `-d` or the
+    /// current directory.
+    private func resolveOutput(_ url: String, headers: [(name: String, value: String)]) async throws -> String {
+        let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        var folder = URL(fileURLWithPath: directory ?? cwd.path, isDirectory: true, relativeTo: cwd).standardizedFileURL
         if let output {
-            guard !output.isEmpty, !output.hasSuffix("/") else {
-                throw CourierError(.invalidPath, "-o must name a file, not a directory")
+            guard !output.isEmpty else { throw CourierError(.invalidPath, "-o needs a path") }
+            let target = URL(fileURLWithPath: output, relativeTo: folder).standardizedFileURL
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: target.path, isDirectory: &isDirectory), isDirectory.boolValue {
+                folder = target   // an existing folder: save into it, named after the server or URL
+            } else if output.hasSuffix("/") {
+                throw CourierError(.invalidPath, "-o \(output): no such directory")
+            } else {
+                _ = try SafePath.validateRelative(String(target.path.dropFirst()))
+                return target.path
             }
-            let absolute = URL(fileURLWithPath: output, relativeTo: URL(fileURLWithPath: cwd, isDirectory: true)).standardizedFileURL.path
-            _ = try SafePath.validateRelative(String(absolute.dropFirst()))
-            return absolute
+        } else if directory != nil {
+            do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+                throw CourierError(.fileWrite, "cannot make the directory \(folder.path)", underlying: error)
+            }
         }
         var name = SafePath.sanitizedFileName(URL(string: url)?.lastPathComponent ?? "", fallback: "index.html")
         if name == "/" { name = "index.html" }
-        if let suggested = await Self.contentDispositionName(url, transport: engine.transport()) { name = suggested }
-        return URL(fileURLWithPath: cwd).appendingPathComponent(name).standardizedFileURL.path
+        if let suggested = await Self.contentDispositionName(url, headers: headers, transport: engine.transport()) { name = suggested }
+        let path = folder.appendingPathComponent(name).standardizedFileURL.path
+        _ = try SafePath.validateRelative(String(path.dropFirst()))
+        return path
     }
 
-    /// Asks the server (HEAD) for a Content-Disposition file name, sanitized.
-    static func contentDispositionName(_ url: String, transport: AsyncHTTPClientTransport) async -> String? {
+    /// Asks the server (HEAD) for a Content-Disposition file name, sanitized. Ctrl-C ends it.
+    static func contentDispositionName(_ url: String, headers: [(name: String, value: String)], transport: AsyncHTTPClientTransport) async -> String? {
         defer { Task { try? await transport.shutdown() } }
-        guard let response = try? await transport.send(TransportRequest(url: url, method: "HEAD", headers: [("Accept-Encoding", "identity")])),
-              (200..<300).contains(response.status),
-              let header = response.headers.first(name: "Content-Disposition"),
-              let name = try? ContentDisposition(parsing: header).fileName else { return nil }
-        await response.body.drain()
-        return SafePath.sanitizedFileName(name)
+        let ask = Task { () -> String? in
+            guard let response = try? await transport.send(TransportRequest(url: url, method: "HEAD", headers: [("Accept-Encoding", "identity")] + headers)) else { return nil }
+            await response.body.drain()
+            guard (200..<300).contains(response.status), let header = response.headers.first(name: "Content-Disposition"),
+                  let name = try? ContentDisposition(parsing: header).fileName else { return nil }
+            return SafePath.sanitizedFileName(name)
+        }
+        Interrupts.shared.onInterrupt { ask.cancel() }
+        return await ask.value
     }
 
     /// The file at a path as the file system knows it (device and inode): a rename over it
     /// gives another identity, a 304 leaves it as it was.
-    struct FileIdentity: Equatable {
+    struct FileIdentity: Equatable, Sendable {
         let device: UInt64, inode: UInt64
         init?(path: String) {
             var st = stat()

@@ -10,6 +10,7 @@ struct ListDownload {
     let directory: String?
     let jobs: Int
     let connections: Int
+    let headers: [(name: String, value: String)]
     let quiet: Bool
     let verbose: Bool
     let store: StoreOptions
@@ -43,7 +44,8 @@ struct ListDownload {
         }
         var configuration = engine.configuration()
         configuration.maxConcurrentDownloads = max(1, jobs)
-        let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(), logger: makeLogger(verbose: verbose))
+        let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(),
+                                    requestAuthorizer: headers.isEmpty ? nil : StaticHeaders(headers), logger: makeLogger(verbose: verbose))
         let events = downloader.events()   // before enqueuing, so no final event is missed
         let results = try await downloader.enqueue(batch: requests)
         var pending: [String] = []
@@ -56,7 +58,7 @@ struct ListDownload {
                 Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived)), already complete)")
             case .leasedElsewhere:
                 settled += 1
-                Terminal.error("courier: \(record.id): running in another process; left to it")
+                Terminal.error("courier: \(Foreground.label(for: record)): running in another process; left to it")
             }
         }
         return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: PendingDownloads(ids: pending), settled: settled)
@@ -77,10 +79,10 @@ struct BatchWatch {
         var done = settled, failed = 0, elsewhere = 0
         var worst = ExitCodes.success
         let total = pending.count + settled
-        let interrupted = InterruptFlag()
+        let interrupted = Interrupts.shared
         let downloader = self.downloader
-        let signals = interrupted.onFirstSignal { Task { await downloader.shutdown() } }
-        defer { signals.forEach { $0.cancel() } }
+        interrupted.install()
+        interrupted.onInterrupt { Task { await downloader.shutdown() } }
         // A download another process claimed between our queueing and our turn sends no
         // event here: once the engine has nothing left to run, the rest is left to others.
         let idleWatch = Task {
@@ -98,11 +100,11 @@ struct BatchWatch {
         var bytes: [String: Int64] = [:]
         var endedBytes: Int64 = 0
         var summary = SummaryLine(total: total)
-        func fail(_ id: String, _ error: CourierError, paused: Bool) {
+        func fail(_ id: String, _ error: CourierError, paused: Bool) async {
             _ = pending.remove(id)
             endedBytes += bytes.removeValue(forKey: id) ?? 0
             failed += 1
-            Terminal.error("courier: \(id): \(paused ? "paused: " : "")\(error.code.rawValue): \(error.message)")
+            Terminal.error("courier: \(await label(id)): \(paused ? "paused: " : "")\(error.code.rawValue): \(error.message)")
             let code = ExitCodes.code(for: error.code)
             if worst == ExitCodes.success { worst = code }
         }
@@ -121,17 +123,21 @@ struct BatchWatch {
                 case let .failed(id, error):
                     guard pending.contains(id) else { break }
                     summary.clear()
-                    fail(id, error, paused: false)
+                    await fail(id, error, paused: false)
                 case let .stateChanged(id, _, error?) where error.code == .leased:
                     guard pending.remove(id) else { break }
                     bytes[id] = nil
                     elsewhere += 1
                     summary.clear()
-                    Terminal.error("courier: \(id): running in another process; left to it")
+                    Terminal.error("courier: \(await label(id)): running in another process; left to it")
                 case let .stateChanged(id, .paused, error):
                     guard pending.contains(id) else { break }
                     summary.clear()
-                    fail(id, error ?? CourierError(.paused, "paused"), paused: true)
+                    await fail(id, error ?? CourierError(.paused, "paused"), paused: true)
+                case let .retrying(id, attempt, limit, error, delay):
+                    guard pending.contains(id) else { break }
+                    summary.clear()
+                    Terminal.error("courier: \(await label(id)): \(error.code.rawValue): \(error.message); retry \(attempt) of \(limit - 1) in \(Format.duration(delay.seconds))")
                 case let .cancelled(id):
                     guard pending.remove(id) else { break }
                     bytes[id] = nil
@@ -151,6 +157,14 @@ struct BatchWatch {
                        + (left > 0 ? ", \(left) stopped (run the same command again to resume them)" : ""))
         if interrupted.isSet, left > 0 { return ExitCodes.interrupted }
         return worst
+    }
+}
+
+extension BatchWatch {
+    /// A download as people know it: its file's name (the id when the record is gone).
+    func label(_ id: String) async -> String {
+        guard let record = try? await downloader.record(id: id) else { return id }
+        return Foreground.label(for: record)
     }
 }
 

@@ -46,7 +46,7 @@ struct RecordView: Codable {
 
     var progressText: String {
         guard let totalBytes, totalBytes > 0 else { return Format.bytes(bytesReceived) }
-        return String(format: "%.1f%% of %@", Double(bytesReceived) / Double(totalBytes) * 100, Format.bytes(totalBytes))
+        return String(format: "%@ of %@ (%.1f%%)", Format.bytes(bytesReceived), Format.bytes(totalBytes), Double(bytesReceived) / Double(totalBytes) * 100)
     }
 }
 
@@ -67,19 +67,19 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         do {
             let now = Date()
-            let records = try await store.open().allRecords().map { RecordView($0, now: now) }
+            let records = try await store.openExisting()?.allRecords().map { RecordView($0, now: now) } ?? []
             if json { return try printJSON(records) }
             if records.isEmpty { return Terminal.out("No downloads.") }
-            let idWidth = min(40, max(2, records.map(\.id.count).max() ?? 2))
-            Terminal.out("ID".padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  STATE        PROGRESS            PATH")
-            for r in records {
-                Terminal.out(r.id.padding(toLength: idWidth, withPad: " ", startingAt: 0) + "  "
-                    + r.state.padding(toLength: 11, withPad: " ", startingAt: 0) + "  "
-                    + r.progressText.padding(toLength: 18, withPad: " ", startingAt: 0) + "  " + r.path
-                    + (r.errorCode.map { "  [\($0)]" } ?? ""))
+            // Columns as wide as their widest cell: nothing is cut.
+            let rows = [["ID", "STATE", "PROGRESS", "PATH"]] + records.map { r in
+                [r.id, r.state, r.progressText, r.path + (r.errorCode.map { "  [\($0)]" } ?? "")]
+            }
+            let widths = (0..<3).map { column in rows.map { $0[column].count }.max() ?? 0 }
+            for row in rows {
+                Terminal.out((0..<3).map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ") + "  " + row[3])
             }
         } catch let error as CourierError {
-            throw failure(error)
+            throw failure(error, json: json)
         }
     }
 }
@@ -97,22 +97,27 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            guard let record = try await store.open().record(id: id) else {
+            guard let record = try await store.openExisting()?.record(id: id) else {
                 throw CourierError(.notFound, "no download with id \(id)")
             }
-            let view = RecordView(record)
+            var view = RecordView(record)
+            // What the partial file really holds (the record may lag it by a second); a
+            // completed download holds its final file.
+            if record.state != .completed {
+                view.bytesReceived = PartialFile.length(at: URL(fileURLWithPath: "/" + record.partialPath))
+            }
             if json { return try printJSON(view) }
             Terminal.out("""
             id:        \(view.id)
             state:     \(view.state)
-            progress:  \(Format.bytes(view.bytesReceived))\(view.totalBytes.map { " of " + Format.bytes($0) } ?? "") (\(view.progressText))
+            progress:  \(view.progressText)
             url:       \(view.url)
             path:      \(view.path)
             sha256:    \(view.sha256 ?? "-")
             attempts:  \(view.attempts)
             """ + (view.errorCode.map { "\nerror:     \($0): \(view.errorMessage ?? "")" } ?? ""))
         } catch let error as CourierError {
-            throw failure(error)
+            throw failure(error, json: json)
         }
     }
 }

@@ -10,23 +10,28 @@ struct MediaOptions: ParsableArguments {
 
     var rootURL: URL { URL(fileURLWithPath: root).standardizedFileURL }
 
-    func library(server: String?) throws -> MediaLibrary {
+    /// The library; a command that only reads (`mustExist`) refuses a folder with no
+    /// library instead of making one.
+    func library(server: String?, mustExist: Bool = false) throws -> MediaLibrary {
+        if mustExist, !FileManager.default.fileExists(atPath: rootURL.appendingPathComponent(MediaLayout.downloads).path) {
+            throw CourierError(.notFound, "no media library at \(rootURL.path) (no \(MediaLayout.downloads) folder)")
+        }
         let token = ProcessInfo.processInfo.environment["JELLYFIN_TOKEN"]
         let media: any MediaServer = try server.map { try JellyfinServer(baseURL: $0, token: token) } ?? OfflineServer()
         return try MediaLibrary(root: rootURL, server: media, database: try CourierDatabase(path: rootURL.appendingPathComponent(".courier-media.sqlite").path),
                                 logger: makeLogger(verbose: false))
     }
 
-    func run(server: String? = nil, _ body: (MediaLibrary) async throws -> Void) async throws {
+    func run(server: String? = nil, readOnly: Bool = false, json: Bool = false, _ body: (MediaLibrary) async throws -> Void) async throws {
         var library: MediaLibrary?
         do {
-            let lib = try self.library(server: server)
+            let lib = try self.library(server: server, mustExist: readOnly)
             library = lib
             try await body(lib)
             await lib.shutdown()
         } catch let error as CourierError {
             await library?.shutdown()
-            throw failure(error)
+            throw failure(error, json: json)
         }
     }
 }
@@ -48,11 +53,12 @@ struct Media: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Download an item (movie or episode) from a Jellyfin server; the token comes from JELLYFIN_TOKEN. Run it again after an interruption and it resumes.")
         @OptionGroup var options: MediaOptions
         @Option(name: .long, help: "The Jellyfin server's URL.") var server: String
-        @Option(name: .long, help: "The version (media source id); default: the first.") var version: String?
+        @Option(name: .customLong("version-id"), help: "The version (media source id); default: the first.") var versionId: String?
         @Argument(help: "The item id.") var itemId: String
         func run() async throws {
+            Interrupts.shared.install()
             try await options.run(server: server) { library in
-                let report = try await library.download(itemId: itemId, versionId: version)
+                let report = try await library.download(itemId: itemId, versionId: versionId)
                 Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
                 for image in report.failedImages { Terminal.error("courier: image not fetched (the item is complete): \(image)") }
             }
@@ -64,8 +70,8 @@ struct Media: AsyncParsableCommand {
         @OptionGroup var options: MediaOptions
         @Flag(name: .long, help: "Print JSON.") var json = false
         func run() async throws {
-            try await options.run { library in
-                let entries = try await library.catalog()
+            try await options.run(readOnly: true, json: json) { library in
+                let entries = try library.catalog()
                 if json { return try printJSON(entries) }
                 for e in entries { Terminal.out("\(e.itemId)  \(e.itemType ?? "-")  \(e.displayTitle)  versions: \(e.versions.map(\.versionId).joined(separator: ", "))") }
             }
@@ -77,7 +83,7 @@ struct Media: AsyncParsableCommand {
         @OptionGroup var options: MediaOptions
         @Argument(help: "The item id (default: the whole library).") var itemId: String?
         func run() async throws {
-            try await options.run { library in Terminal.out(String(try library.size(itemId: itemId))) }
+            try await options.run(readOnly: true) { library in Terminal.out(String(try library.size(itemId: itemId))) }
         }
     }
 
@@ -85,11 +91,11 @@ struct Media: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove an item, one version, or one season, with its metadata entries.")
         @OptionGroup var options: MediaOptions
         @Argument(help: "The movie or series id.") var itemId: String
-        @Option(name: .long, help: "Only this version.") var version: String?
+        @Option(name: .customLong("version-id"), help: "Only this version (media source id).") var versionId: String?
         @Option(name: .long, help: "Only this season number.") var season: Int?
         func run() async throws {
-            try await options.run { library in
-                try await library.remove(itemId: itemId, versionId: version, season: season)
+            try await options.run(readOnly: true) { library in
+                try await library.remove(itemId: itemId, versionId: versionId, season: season)
                 Terminal.out("Removed.")
             }
         }
@@ -108,7 +114,7 @@ struct Media: AsyncParsableCommand {
 
 struct Open: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Press DOWNLOAD: print the path to open when the download is complete, else (re)start it and say so (seed 002's rules).")
+        abstract: "Press DOWNLOAD: print the path to open when the download is complete, else (re)start it and say so.")
     @Argument(help: "The download's id.") var id: String
     @Option(name: .long, help: "The URL, for a download with no record yet.") var url: String?
     @Option(name: .shortAndLong, help: "The output path, for a download with no record yet.") var output: String?

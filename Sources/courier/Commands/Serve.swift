@@ -1,4 +1,5 @@
 import ArgumentParser
+import Courier
 import CourierOrigin
 import Dispatch
 import Foundation
@@ -25,8 +26,8 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .long, help: "Accept PUT (store the body as a file) and DELETE.")
     var writable = false
 
-    @Option(name: .long, help: "Send bodies at most this many bytes per second per connection (every path; ?rate= overrides).")
-    var rate: Int64?
+    @Option(name: .long, help: "Send bodies at most this fast per connection, 2M or bytes per second (every path; ?rate= overrides).")
+    var rate: ByteSize?
 
     func run() async throws {
         var isDir: ObjCBool = false
@@ -34,8 +35,16 @@ struct Serve: AsyncParsableCommand {
             Terminal.error("courier: E_FNF: \(directory) is not a directory")
             throw ExitCode(ExitCodes.storage)
         }
-        let origin = try await CourierOrigin.start(directory: URL(fileURLWithPath: directory), host: host, port: port, writable: writable)
-        if let rate, rate > 0 {
+        let origin: CourierOrigin
+        do {
+            origin = try await CourierOrigin.start(directory: URL(fileURLWithPath: directory), host: host, port: port, writable: writable)
+        } catch {
+            let inUse = String(describing: error).contains("Address already in use")
+            let message = inUse ? "port \(port) on \(host) is already in use: pick another with --port (0: any free port)"
+                                : "cannot listen on \(host):\(port): \(error)"
+            throw failure(CourierError(.invalidArgument, message))
+        }
+        if let rate = rate?.bytes, rate > 0 {
             var throttle = Fault()
             throttle.bytesPerSecond = rate
             origin.setDefaultFault(throttle)

@@ -20,6 +20,12 @@ struct StoreOptions: ParsableArguments {
     }
 
     func open() throws -> CourierDatabase { try CourierDatabase(path: databasePath) }
+
+    /// The database for a command that only reads or changes existing downloads: `nil` when
+    /// there is no database file yet (nothing is created for a look).
+    func openExisting() throws -> CourierDatabase? {
+        FileManager.default.fileExists(atPath: databasePath) ? try open() : nil
+    }
 }
 
 /// How the CLI's engine behaves.
@@ -33,21 +39,24 @@ struct EngineOptions: ParsableArguments {
     @Option(name: .long, help: "Downloads at once (resume --all).")
     var parallel: Int = 4
 
-    @Option(name: .long, help: "Refuse files larger than this many bytes (E_BODY_TOO_LONG).")
-    var maxSize: Int64?
+    @Option(name: .long, help: "Refuse files larger than this (E_BODY_TOO_LONG); 500M, 2G or bytes.")
+    var maxSize: ByteSize?
+
+    @Option(name: .long, help: "At most this many bytes per second per download, all connections together (curl's --limit-rate); 500K, 2M or bytes.")
+    var limitRate: ByteSize?
 
     @Option(name: .long, help: "Also trust the CA certificates in this PEM file.")
     var cacert: String?
 
-    @Flag(name: .long, help: "Do not verify TLS certificates (development servers only).")
+    @Flag(name: [.customShort("k"), .long], help: "Do not verify TLS certificates (development servers only). -k is curl's; aria2's -k (split size) is --min-split-size here.")
     var insecure = false
 
     @Option(name: .long, help: "Seconds a connection (and its TLS handshake) may take.")
     var connectTimeout: Int = 15
 
-    @Option(name: [.customShort("k"), .customLong("min-split-size")],
-            help: "The smallest byte range a segmented download splits off; smaller files use one connection.")
-    var minSplitSize: Int64 = 4 << 20
+    @Option(name: .customLong("min-split-size"),
+            help: "The smallest byte range a segmented download splits off; smaller files use one connection (4M, 1M, or bytes).")
+    var minSplitSize: ByteSize = ByteSize(bytes: 4 << 20)
 
     /// The HTTP transport with the TLS trust the flags ask for (verified by default).
     func transport() -> AsyncHTTPClientTransport {
@@ -64,8 +73,9 @@ struct EngineOptions: ParsableArguments {
         c.retryPolicy.maxAttempts = max(1, maxAttempts)
         c.idleTimeout = .seconds(max(1, idleTimeout))
         c.maxConcurrentDownloads = max(1, parallel)
-        c.maxFileSize = maxSize.map { max(0, $0) }
-        c.minSegmentSize = max(64 << 10, minSplitSize)
+        c.maxFileSize = maxSize.map { max(0, $0.bytes) }
+        c.maxBytesPerSecond = limitRate.map { max(1, $0.bytes) }
+        c.minSegmentSize = max(64 << 10, minSplitSize.bytes)
         // Fault injection for scripts/chaos only: hold the window between the rename of the
         // finished file and the record's update open, so a SIGKILL can land in it.
         if let ms = ProcessInfo.processInfo.environment["COURIER_CHAOS_PAUSE_AFTER_RENAME_MS"].flatMap(Int.init), ms > 0 {

@@ -16,8 +16,8 @@ enum ExitCodes {
 
     static let table = """
           0    success
-          1    other failure (database, invalid state)
-          3    network or HTTP failure (E_NETWORK, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
+          1    other failure (E_DATABASE, E_INVALID_STATE, E_UNEXPECTED)
+          3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
@@ -29,7 +29,7 @@ enum ExitCodes {
     /// The exit code for an error code.
     static func code(for error: CourierError.Code) -> Int32 {
         switch error {
-        case .network, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
+        case .network, .connectionRefused, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
              .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect:
             return network
         case .checksumMismatch, .sizeMismatch, .bodyTooLong:
@@ -50,8 +50,17 @@ enum ExitCodes {
     }
 }
 
-/// Prints a Courier error and exits with its code.
-func failure(_ error: CourierError) -> ExitCode {
+/// Prints a Courier error (`CODE: message` on stderr; with `json`, also an object with
+/// `"ok": false`, the code and the message on stdout) and exits with its code.
+func failure(_ error: CourierError, json: Bool = false) -> ExitCode {
+    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message)) }
     Terminal.error("courier: \(error.code.rawValue): \(error.message)")
     return ExitCode(ExitCodes.code(for: error.code))
+}
+
+/// What `--json` prints when a command fails: real booleans, never `"false"`.
+struct JSONFailure: Encodable {
+    var ok = false
+    var code: String
+    var message: String
 }

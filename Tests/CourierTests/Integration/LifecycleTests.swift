@@ -148,7 +148,7 @@ import CourierOrigin
             let db = try fx.database()
             let writes = WriteCounter()
             let observation = DatabaseRegionObservation(tracking: Table(DownloadRecord.databaseTableName))
-            let cancellable = try observation.start(in: db.writer, onError: { _ in }, onChange: { _ in writes.increment() })
+            let cancellable = observation.start(in: db.writer, onError: { _ in }, onChange: { _ in writes.increment() })
             let d = Downloader(configuration: fx.configuration(), database: db)
             let events = d.events(for: "x")
             let started = ContinuousClock.now

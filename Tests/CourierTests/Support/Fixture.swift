@@ -102,7 +102,7 @@ struct CapturingHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
     subscript(metadataKey key: String) -> Logger.Metadata.Value? { get { metadata[key] } set { metadata[key] = newValue } }
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-        sink.append("\(level) \(message) \(metadata ?? [:])")
+    func log(event: LogEvent) {
+        sink.append("\(event.level) \(event.message) \(event.metadata ?? [:])")
     }
 }

@@ -1,0 +1,100 @@
+import Foundation
+import Testing
+
+/// Every `courier` command line in README.md parses as written (placeholders filled in,
+/// with and without its optional parts), and the main job runs: a README that lies is a bug.
+@Suite struct ReadmeCommandsTests {
+    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("README.md")
+
+    /// Placeholder → a value of the right shape.
+    static let values: [String: String] = [
+        "URL": "http://127.0.0.1:1/file.bin", "URL2": "http://127.0.0.1:1/other.bin", "PATH": "/tmp/courier-readme/out.bin",
+        "HEX": String(repeating: "ab", count: 32), "ID": "job1", "TOKEN": "t0k3n", "DIR": "/tmp/courier-readme",
+        "P": "notes/a.txt", "FILE": "/tmp/courier-readme/file", "N": "2", "ITEM_ID": "abc123", "…": "x",
+    ]
+
+    /// The `courier …` lines of the README's sh blocks, as argument lists (comments dropped,
+    /// continuations joined), each with its optional `[…]` parts and without them.
+    static func commandLines() throws -> [[String]] {
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        var lines: [String] = [], inShell = false, pending = ""
+        for raw in text.components(separatedBy: "\n") {
+            if raw.hasPrefix("```") { inShell = raw == "```sh"; continue }
+            guard inShell else { continue }
+            var line = pending + raw
+            pending = ""
+            if line.hasSuffix("\\") { pending = String(line.dropLast()) + " "; continue }
+            if let comment = line.range(of: " # ") { line = String(line[..<comment.lowerBound]) }
+            line = line.trimmingCharacters(in: .whitespaces)
+            if let start = line.range(of: "courier ") ?? (line == "courier" ? line.range(of: "courier") : nil),
+               line[..<start.lowerBound].allSatisfy({ $0 != " " }) || line.hasPrefix("JELLYFIN_TOKEN") {
+                lines.append(String(line[start.lowerBound...]))
+            }
+        }
+        var out: [[String]] = []
+        for line in lines {
+            let words = split(line)
+            out.append(words.filter { $0 != "[" && $0 != "]" }.map(fill))                    // with every optional part
+            var withoutOptional: [String] = [], depth = 0
+            for w in words { if w == "[" { depth += 1 } else if w == "]" { depth -= 1 } else if depth == 0 { withoutOptional.append(fill(w)) } }
+            out.append(withoutOptional)
+        }
+        return out
+    }
+
+    /// Shell-like words, keeping quoted strings whole; `[` and `]` become words of their own.
+    static func split(_ line: String) -> [String] {
+        var words: [String] = [], word = "", quote: Character? = nil
+        func flush() { if !word.isEmpty { words.append(word); word = "" } }
+        for c in line {
+            if let q = quote { if c == q { quote = nil } else { word.append(c) }; continue }
+            switch c {
+            case "\"", "'": quote = c
+            case " ": flush()
+            case "[", "]": flush(); words.append(String(c))
+            default: word.append(c)
+            }
+        }
+        flush()
+        return Array(words.dropFirst())   // "courier"
+    }
+
+    static func fill(_ word: String) -> String {
+        if let value = values[word] { return value }
+        var w = word
+        for (key, value) in values.sorted(by: { $0.key.count > $1.key.count }) where key.count > 1 {
+            w = w.replacingOccurrences(of: key, with: value)
+        }
+        return w.replacingOccurrences(of: "~/", with: "/tmp/courier-readme/")
+    }
+
+    @Test func everyDocumentedCommandParses() async throws {
+        let commands = try Self.commandLines()
+        #expect(commands.count >= 40, "found \(commands.count) command lines")
+        var failures: [String] = []
+        for args in commands {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: CLITests.binary)
+            p.arguments = args
+            var env = ProcessInfo.processInfo.environment
+            env["COURIER_PARSE_ONLY"] = "1"
+            p.environment = env
+            let err = Pipe()
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = err
+            try p.run()
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            if p.terminationStatus != 0 { failures.append("courier \(args.joined(separator: " ")): \(text)") }
+        }
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+    }
+
+    /// The README's first command: the offline demo, end to end (smaller, for time).
+    @Test func theDemoRunsOffline() async throws {
+        let r = try await CLITests.run(["demo", "--size-mib", "16", "--rate-mib", "32"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("OK:") && r.stdout.contains("SHA-256 verified"), "\(r.stdout)")
+    }
+}
