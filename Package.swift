@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),   // scripts/docs
     ],
     targets: [
         .target(
@@ -101,6 +102,7 @@ let package = Package(
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierMedia", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "CourierCLITests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
+                    exclude: ["HelpSnapshots"]),
     ]
 )

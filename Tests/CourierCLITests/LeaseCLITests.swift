@@ -1,3 +1,4 @@
+import Courier
 import CourierOrigin
 import Foundation
 import GRDB
@@ -25,9 +26,10 @@ import Glibc
             files[name] = try w.serve(name, size: size + i * 1000)
             w.origin.setFault(slow, for: "/" + name)
         }
-        // Make the database (the CLI migrates it), then queue the downloads in it directly,
+        // Make the database (Courier migrates it), then queue the downloads in it directly,
         // as an app would have.
-        #expect(try await CLITests.run(["list", "--db", w.db]).status == 0)
+        try FileManager.default.createDirectory(atPath: (w.db as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        _ = try CourierDatabase(path: w.db)
         let queue = try DatabaseQueue(path: w.db)
         let names = files.keys.sorted()
         try await queue.write { db in

@@ -262,7 +262,7 @@ final class ScriptedUbiquity: UbiquityService, @unchecked Sendable { // state be
         let native = NSError(domain: NSCocoaErrorDomain, code: 260)
         let mapped = CocoaFileErrors.map(native, during: .read, path: "p") as? CourierError
         #expect(mapped?.code == .fileRead && mapped?.underlying?.contains("260") == true)
-        #expect(CocoaFileErrors.map(NSError(domain: NSCocoaErrorDomain, code: 513), during: .write, path: "p") is NSError)
+        #expect(!(CocoaFileErrors.map(NSError(domain: NSCocoaErrorDomain, code: 513), during: .write, path: "p") is CourierError))
         // A coordination given up because the task was cancelled (NSFileCoordinator.cancel()).
         #expect(CocoaFileErrors.map(NSError(domain: NSCocoaErrorDomain, code: 3072), during: .read, path: "p") is CancellationError)
     }

@@ -18,22 +18,13 @@ struct AttachmentOptions: ParsableArguments {
     @Option(name: .long, help: "The attachments table's name.")
     var table: String = "attachments"
 
-    @Option(name: .long, help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
+    @Option(name: [.customShort("H"), .long], help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
     var header: [String] = []
-
-    @Option(name: .long, help: "The app's query of referenced attachment ids (first column), reconciled before a sync.")
-    var watchSql: String?
-
-    @Option(name: .long, help: "Extension for watched ids without a filename column.")
-    var watchExtension: String?
-
-    @Option(name: .long, help: "Transfers at once.")
-    var parallel: Int = 4
 
     @Flag(name: .shortAndLong, help: "Log what the queue and the engine do.")
     var verbose = false
 
-    func open() throws -> (DatabasePool, AttachmentQueue) {
+    func open(parallel: Int = 4) throws -> (DatabasePool, AttachmentQueue) {
         let dbURL = URL(fileURLWithPath: db).standardizedFileURL
         var config = Configuration()
         config.busyMode = .timeout(10)
@@ -52,6 +43,19 @@ struct AttachmentOptions: ParsableArguments {
     }
 
     func storage() throws -> any RemoteStorage { try RemoteOption.storage(remote, headers: header) }
+
+}
+
+/// The flags only `courier attachments sync` takes.
+struct SyncOptions: ParsableArguments {
+    @Option(name: .long, help: "The app's query of referenced attachment ids (first column), reconciled before a sync.")
+    var watchSql: String?
+
+    @Option(name: .long, help: "Extension for watched ids without a filename column.")
+    var watchExtension: String?
+
+    @Option(name: .long, help: "Transfers at once.")
+    var parallel: Int = 4
 
     /// Runs the watched query once.
     func watchedItems(_ pool: DatabasePool) async throws -> [WatchedAttachmentItem]? {
@@ -114,11 +118,12 @@ struct Attachments: AsyncParsableCommand {
     struct SyncPass: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "sync", abstract: "Run one full sync pass, then exit (3 when transfers remain pending).")
         @OptionGroup var options: AttachmentOptions
+        @OptionGroup var sync: SyncOptions
 
         func run() async throws {
             do {
-                let (pool, queue) = try options.open()
-                if let items = try await options.watchedItems(pool) { try await queue.reconcile(items) }
+                let (pool, queue) = try options.open(parallel: sync.parallel)
+                if let items = try await sync.watchedItems(pool) { try await queue.reconcile(items) }
                 try await queue.startSync()
                 await queue.sync()
                 await queue.stopSync()
@@ -154,7 +159,7 @@ struct Attachments: AsyncParsableCommand {
                 await queue.stopSync()
                 if json { return try printJSON(views) }
                 for v in views { Terminal.out("\(v.id)  \(v.state.padding(toLength: 15, withPad: " ", startingAt: 0))  \(v.size.map(Format.bytes) ?? "-")  \(v.filename)") }
-            } catch let error as CourierError { throw failure(error) }
+            } catch let error as CourierError { throw failure(error, json: json) }
         }
     }
 }

@@ -26,6 +26,9 @@ struct Resume: AsyncParsableCommand {
     @Flag(name: .long, help: "Resume every download that is not completed.")
     var all = false
 
+    @Option(name: .long, help: "Downloads at once, with --all.")
+    var parallel: Int = 4
+
     @Option(name: .long, help: "The full URL again, for a download whose URL carried a secret (a token, a signature): secrets are never stored.")
     var url: String?
 
@@ -55,7 +58,9 @@ struct Resume: AsyncParsableCommand {
                 if id != nil { throw CourierError(.notFound, "no download with id \(id!)") }
                 return Terminal.out("Nothing to resume.")
             }
-            let downloader = Downloader(configuration: engine.configuration(), database: database, transport: engine.transport(),
+            var configuration = engine.configuration()
+            configuration.maxConcurrentDownloads = max(1, parallel)
+            let downloader = Downloader(configuration: configuration, database: database, transport: engine.transport(),
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
             if let id {
                 // Never send `token=REDACTED`: a URL whose secret was not stored needs it again.

@@ -12,7 +12,7 @@ struct DocOptions: ParsableArguments {
     @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…, or file:///dir.")
     var remote: String
 
-    @Option(name: .long, help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
+    @Option(name: [.customShort("H"), .long], help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
     var header: [String] = []
 
     @Option(name: .long, help: "Seconds without progress (no status change, no movement of the percent) before the download is triggered again.")

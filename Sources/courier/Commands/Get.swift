@@ -10,7 +10,12 @@ struct Get: AsyncParsableCommand {
         Each URL is its own file (as curl and wget do; aria2 would take several URLs as mirrors \
         of one file). A file fetched before is fetched again only if the server's copy changed: \
         one conditional request, "already up to date" when it did not. Ctrl-C pauses; the same \
-        command resumes. -k is curl's --insecure; aria2's -k (split size) is --min-split-size.
+        command resumes.
+
+        Short flags from two habits: -o, -O, -H and -k mean what they mean in curl (-k: \
+        --insecure; aria2's -k is --min-split-size here); -i, -j, -x and -d mean what they mean \
+        in aria2 (curl's -i prints headers, -x names a proxy and -d sends data: none of those \
+        here).
         """)
 
     @Argument(help: "One or more http or https URLs.")

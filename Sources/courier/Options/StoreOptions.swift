@@ -36,9 +36,6 @@ struct EngineOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds without a byte before an attempt is aborted and retried.")
     var idleTimeout: Int = 30
 
-    @Option(name: .long, help: "Downloads at once (resume --all).")
-    var parallel: Int = 4
-
     @Option(name: .long, help: "Refuse files larger than this (E_BODY_TOO_LONG); 500M, 2G or bytes.")
     var maxSize: ByteSize?
 
@@ -72,7 +69,6 @@ struct EngineOptions: ParsableArguments {
         var c = DownloaderConfiguration(rootDirectory: URL(fileURLWithPath: "/"))
         c.retryPolicy.maxAttempts = max(1, maxAttempts)
         c.idleTimeout = .seconds(max(1, idleTimeout))
-        c.maxConcurrentDownloads = max(1, parallel)
         c.maxFileSize = maxSize.map { max(0, $0.bytes) }
         c.maxBytesPerSecond = limitRate.map { max(1, $0.bytes) }
         c.minSegmentSize = max(64 << 10, minSplitSize.bytes)

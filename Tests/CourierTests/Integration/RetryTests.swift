@@ -57,21 +57,28 @@ import CourierOrigin
         }
     }
 
-    @Test func networkErrorIsRetriedUntilTheServerIsBack() async throws {
+    @Test func aRefusedConnectionIsRetriedAFewTimesEachAnnounced() async throws {
         try await withFixture { fx in
-            // A port nobody listens on: connection refused every time.
-            let transport = AsyncHTTPClientTransport(connectTimeout: .milliseconds(300))
+            // A port nobody listens on: connection refused every time. It fails the attempt
+            // at once (not after the connect timeout), and gives up after maxRefusedAttempts,
+            // well before maxAttempts.
+            let transport = AsyncHTTPClientTransport(connectTimeout: .seconds(30))
             var config = fx.configuration()
-            config.retryPolicy.maxAttempts = 3
+            config.retryPolicy.maxAttempts = 8
+            config.retryPolicy.maxRefusedAttempts = 3
             let d = Downloader(configuration: config, database: try fx.database(), transport: transport)
+            let events = d.events()
             try await d.enqueue(DownloadRequest(id: "x", url: "http://127.0.0.1:9/nothing", destination: "n.bin"))
             do { try await d.waitForCompletion(id: "x"); Issue.record("must fail") } catch let e as CourierError {
-                #expect(e.code == .network)
+                #expect(e.code == .connectionRefused && e.message.contains("127.0.0.1:9"), "\(e)")
             }
             let record = try #require(try await d.record(id: "x"))
             await d.shutdown()
             try await transport.shutdown()
             #expect(record.attemptCount == 3)
+            var retries: [(Int, Int)] = []
+            for await e in events { if case let .retrying(_, attempt, limit, error, _) = e, error.code == .connectionRefused { retries.append((attempt, limit)) } }
+            #expect(retries.map(\.0) == [1, 2] && retries.allSatisfy { $0.1 == 3 })
         }
     }
 
