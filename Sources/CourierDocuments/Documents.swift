@@ -6,7 +6,7 @@ public struct DocumentsOptions: Sendable {
     /// With no progress for this long (no status change, no movement of the percent), the
     /// download is triggered again. The percent alone is never trusted to say "done".
     public var idleTimeout: Duration = .seconds(30)
-    /// Triggers after the first, before ``CourierError/Code/timeout``.
+    /// Triggers after the first, before `CourierError/Code/timeout`.
     public var maxRetriggers: Int = 2
     /// How often the status is looked at.
     public var pollInterval: Duration = .milliseconds(50)
@@ -31,7 +31,7 @@ public struct Documents: Sendable {
     /// A direct filesystem check; a placeholder counts as existing.
     public func documentExists(_ path: String) -> Bool { container.entryExists(path) }
 
-    /// The document as UTF-8 text. Invalid UTF-8 is ``CourierError/Code/invalidEncoding``,
+    /// The document as UTF-8 text. Invalid UTF-8 is `CourierError/Code/invalidEncoding`,
     /// never a lossy string; use ``readInPlaceBytes(_:)`` for binary formats.
     public func readInPlace(_ path: String) async throws -> String {
         let data = try await readInPlaceBytes(path)

@@ -4,7 +4,7 @@ import Crypto
 import Foundation
 import Logging
 
-/// A local folder mirroring a ``CourierAttachments/RemoteStorage``: a file not yet
+/// A local folder mirroring a `CourierAttachments/RemoteStorage`: a file not yet
 /// downloaded is a ``Placeholder``; downloads go through Courier's resumable engine
 /// (for HTTP and S3 remotes), writes upload in the background.
 public final class MirrorContainer: DocumentContainer {

@@ -176,7 +176,7 @@ public actor MediaLibrary {
     }
 
     /// Removes a version, a season, or a whole item (movie or series), then its metadata
-    /// entries and any folder left empty. Nothing to remove is ``CourierError/Code/notFound``.
+    /// entries and any folder left empty. Nothing to remove is `CourierError/Code/notFound`.
     public func remove(itemId: String, versionId: String? = nil, season: Int? = nil) throws {
         let folder = root.appendingPathComponent("\(MediaLayout.downloads)/\(try MediaLayout.component(itemId))")
         let store = MetadataStore(root: root)

@@ -232,8 +232,10 @@ public actor Downloader {
 
     /// Resumes one download: paused, failed, queued or interrupted. A completed one whose
     /// final file is missing downloads again.
-    /// - Parameter url: the full URL again, for a download whose stored URL had its secrets
-    ///   redacted (after a relaunch); secrets aside it must be the stored URL.
+    /// - Parameters:
+    ///   - id: the download's id.
+    ///   - url: the full URL again, for a download whose stored URL had its secrets
+    ///     redacted (after a relaunch); secrets aside it must be the stored URL.
     public func resume(id: String, url: String? = nil) async throws {
         try checkOpen()
         guard let record = try await context.database.record(id: id) else {
@@ -270,7 +272,7 @@ public actor Downloader {
         pump()
     }
 
-    /// Pauses a download: the partial file and the record stay, and ``resume(id:)`` goes on
+    /// Pauses a download: the partial file and the record stay, and ``resume(id:url:)`` goes on
     /// from the kept bytes. Returns once the state is persisted.
     public func pause(id: String) async throws {
         adopted[id] = nil

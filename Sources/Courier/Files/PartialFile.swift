@@ -235,7 +235,7 @@ public final class PartialFile {
     /// How many written bytes make the kernel start writing them back (see `WriteBehind`).
     static let writeBehindChunk: Int64 = 16 << 20
 
-    /// Writes the staged bytes to the file (not yet to stable storage: see ``sync()``).
+    /// Writes the staged bytes to the file (not yet to stable storage: see ``syncAndClose()``).
     public func flush() throws {
         try write(keepingUnalignedTail: false)
     }

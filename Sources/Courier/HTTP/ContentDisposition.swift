@@ -4,7 +4,7 @@ import Foundation
 /// `filename*=UTF-8''…` form preferred over plain `filename=`.
 ///
 /// The name is returned as the server sent it, decoded; pass it through
-/// ``SafePath/sanitizedFileName(_:)`` before using it: a hostile server may send
+/// ``SafePath/sanitizedFileName(_:fallback:)`` before using it: a hostile server may send
 /// `../../etc/passwd`.
 public struct ContentDisposition: Equatable, Sendable {
     /// `attachment`, `inline`, or another disposition type, lowercased.

@@ -34,7 +34,8 @@ public struct ResumePlan: Equatable, Sendable {
     /// Plans the next request.
     /// - Parameters:
     ///   - partialLength: the real length of the `.partial` file (the truth of progress).
-    ///   - etag, lastModified: the validators stored from the earlier reply.
+    ///   - etag: the ETag stored from the earlier reply.
+    ///   - lastModified: the Last-Modified stored from the earlier reply.
     ///   - totalBytes: the complete size stored from the earlier reply.
     ///   - resumable: `false` when the earlier reply cannot be resumed (compressed body).
     ///   - held: the validators of the finished file this download would replace, if any.

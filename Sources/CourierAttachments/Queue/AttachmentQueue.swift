@@ -37,6 +37,8 @@ public actor AttachmentQueue {
     ///   - remoteStorage: the backend.
     ///   - errorHandler: decides retry or archive after a failure; without one, retries go
     ///     on forever with backoff.
+    ///   - options: the table's name, the archive's size, concurrency and intervals.
+    ///   - logger: where the queue logs (never a credential).
     public init(database: any DatabaseWriter, directory: URL, remoteStorage: any RemoteStorage, errorHandler: (any SyncErrorHandler)? = nil,
                 options: AttachmentQueueOptions = AttachmentQueueOptions(), logger: Logger = Logger(label: "courier.attachments")) throws {
         self.writer = database

@@ -22,7 +22,7 @@ public struct LocalRemoteStorage: RemoteStorage {
         try FileCopy.atomicCopy(from: file, to: target)
     }
 
-    /// Copies the file out, atomically. A missing file is ``CourierError/Code/remoteNotFound``.
+    /// Copies the file out, atomically. A missing file is `CourierError/Code/remoteNotFound`.
     public func download(_ attachment: Attachment, to destination: URL) async throws {
         let source = try url(for: attachment)
         guard FileManager.default.fileExists(atPath: source.path) else {
