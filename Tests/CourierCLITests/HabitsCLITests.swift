@@ -192,6 +192,27 @@ import Glibc
         }
     }
 
+    @Test func statusShowsThePartialsRealBytesAndListCutsNothing() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        _ = try w.serve("p.bin", size: 4 << 20)
+        var hang = Fault(); hang.stallAfterBytes = 3 << 20
+        w.origin.setFault(hang, for: "/p.bin")
+        let longID = "a-download-id-of-sixty-characters-that-list-must-not-cut-0001"
+        let target = w.out.appendingPathComponent("p.bin").path
+        let (p, out, err) = try CLITests.launch(["get", w.origin.url("/p.bin"), "-o", target, "--id", longID, "--db", w.db])
+        let deadline = ContinuousClock.now + .seconds(30)
+        func partial() -> Int64 { ((try? FileManager.default.attributesOfItem(atPath: target + ".partial"))?[.size] as? Int64) ?? 0 }
+        while partial() < 2 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        kill(p.processIdentifier, SIGKILL)   // the record lags the file by up to a second
+        _ = await CLITests.finish(p, out, err)
+        let status = try await run(["status", longID, "--json", "--db", w.db])
+        let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect((json?["bytesReceived"] as? NSNumber)?.int64Value == partial(), "\(status.stdout)")
+        let list = try await run(["list", "--db", w.db])
+        #expect(list.stdout.contains(longID) && list.stdout.contains(target), "\(list.stdout)")
+    }
+
     /// A port nothing listens on (bound, then closed).
     static func closedPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
