@@ -158,9 +158,13 @@ public actor Downloader {
         let runningHere = Set(running.keys)
         let owner = context.owner
         let root = context.configuration.rootDirectory
-        let results = try await context.database.write { db -> [(record: DownloadRecord, disposition: EnqueueDisposition)] in
+        let upserts = try await context.database.write { db -> [Upsert] in
             try prepared.map { p in try Self.upsert(p, in: db, runningHere: runningHere, owner: owner, root: root) }
         }
+        // Files go only once the rows that stopped claiming them are committed: a batch that
+        // rolls back leaves every partial where it was.
+        for path in upserts.flatMap(\.discard) { unlink(root.appendingPathComponent(path).path) }
+        let results = upserts.map { (record: $0.record, disposition: $0.disposition) }
         for (p, result) in zip(prepared, results) where result.disposition == .queued {
             // The full URL (with its secrets) stays in this process only.
             liveURLs[p.id] = p.redactedURL != p.request.url ? p.request.url : nil
@@ -171,17 +175,27 @@ public actor Downloader {
         return results
     }
 
-    /// One request's row, inside the batch's transaction.
-    private static func upsert(_ p: Prepared, in db: Database, runningHere: Set<String>, owner: LeaseOwner, root: URL) throws -> (record: DownloadRecord, disposition: EnqueueDisposition) {
+    /// What one request did to its row, and the files (relative paths) to delete once the
+    /// batch's transaction has committed.
+    private struct Upsert {
+        var record: DownloadRecord
+        var disposition: EnqueueDisposition
+        var discard: [String] = []
+    }
+
+    /// One request's row, inside the batch's transaction. Touches no file: what is to be
+    /// deleted is returned.
+    private static func upsert(_ p: Prepared, in db: Database, runningHere: Set<String>, owner: LeaseOwner, root: URL) throws -> Upsert {
         guard var existing = try DownloadRecord.fetchOne(db, key: p.id) else {
             var r = DownloadRecord(id: p.id, remoteUrl: p.redactedURL, localFinalPath: p.destination, partialPath: p.partial,
                                    mediaId: p.request.mediaId, mediaType: p.request.mediaType, expectedSHA256: p.sha, priority: p.request.priority)
             r.connections = p.connections
             try r.insert(db)
-            return (r, .queued)
+            return Upsert(record: r, disposition: .queued)
         }
-        if runningHere.contains(p.id) { return (existing, .alreadyRunning) }
-        if owner.isBlocked(by: existing) { return (existing, .leasedElsewhere) }
+        if runningHere.contains(p.id) { return Upsert(record: existing, disposition: .alreadyRunning) }
+        if owner.isBlocked(by: existing) { return Upsert(record: existing, disposition: .leasedElsewhere) }
+        var discard: [String] = []
         let final = root.appendingPathComponent(p.destination)
         // The finished file in place is this request's file: same place, same URL (secrets
         // aside, so a re-signed link is the same download), same checksum, whole.
@@ -189,10 +203,10 @@ public actor Downloader {
             && (p.sha == nil || existing.expectedSHA256 == p.sha)
             && existing.totalBytes.map { PartialFile.length(at: final) == $0 && FileManager.default.fileExists(atPath: final.path) } == true
         if finishedHere, !p.request.revalidate {
-            return (existing, .alreadyComplete)
+            return Upsert(record: existing, disposition: .alreadyComplete)
         }
         if existing.partialPath != p.partial {
-            unlink(root.appendingPathComponent(existing.partialPath).path)
+            discard.append(existing.partialPath)
         }
         // No unlink of the partial otherwise: the record's bytesReceived lags the file by up
         // to a second, and ResumePlan already discards kept bytes nothing ties to a version.
@@ -223,11 +237,11 @@ public actor Downloader {
         if fresh {
             existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
             try Segment.filter(Segment.Columns.downloadId == p.id).deleteAll(db)
-            unlink(root.appendingPathComponent(p.partial).path)
+            discard.append(p.partial)
         }
         existing.updatedAt = Date()
         try existing.update(db)
-        return (existing, .queued)
+        return Upsert(record: existing, disposition: .queued, discard: discard)
     }
 
     /// Resumes one download: paused, failed, queued or interrupted. A completed one whose
