@@ -196,7 +196,9 @@ public final class CourierOrigin: Sendable {
             if fault.changeETag { s.etagGeneration += 1 }
             return (fault, s.counts[path]!, s.etagGeneration, s.requiredAuthorization)
         }
-        let active = fault.times == 0 || requestNumber <= fault.times
+        let range = head.headers.first(name: "Range")
+        let laterRange = range != nil && range!.replacingOccurrences(of: " ", with: "") != "bytes=0-"
+        let active = (fault.times == 0 || requestNumber <= fault.times) && (!fault.onlyRanges || laterRange)
         var f = active ? fault : Fault()
         f.bytesPerSecond = fault.bytesPerSecond   // throttling is the link's, not a fault: it outlives `times`
         let keepAlive = head.isKeepAlive
@@ -232,7 +234,7 @@ public final class CourierOrigin: Sendable {
         // Validators.
         let mtime = file.mtime + (f.changeETag ? Double(generation) : 0)
         let tagCore = "\(String(file.size, radix: 16))-\(String(Int64(mtime * 1000), radix: 16))"
-        let etag = f.noValidators ? nil : (f.weakETag ? "W/\"\(tagCore)\"" : "\"\(tagCore)\"")
+        let etag = f.noValidators ? nil : (f.weakETag ? "W/\"\(tagCore)\"" : f.unquotedETag ? tagCore : "\"\(tagCore)\"")
         let lastModified = f.noValidators ? nil : Self.httpDate(mtime)
 
         var headers: [(String, String)] = [("Accept-Ranges", f.ignoreRange ? "none" : "bytes")]

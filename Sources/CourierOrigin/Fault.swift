@@ -11,6 +11,12 @@ public struct Fault: Sendable, Equatable, Codable {
     public var changeETag = false
     /// Send weak ETags, `W/"…"` (query: `weak=1`).
     public var weakETag = false
+    /// Send the ETag without its quotes (`ETag: 5d-18c…`), as some servers do: not a valid
+    /// entity tag (query: `unquoted=1`).
+    public var unquotedETag = false
+    /// Apply the fault only to range requests that do not start at byte 0 (the ranges of a
+    /// segmented download after its first request) (query: `onlyranges=1`).
+    public var onlyRanges = false
     /// Send neither ETag nor Last-Modified (query: `novalidators=1`).
     public var noValidators = false
     /// Send the body gzip-encoded, whatever Accept-Encoding says (query: `gzip=1`).
@@ -61,6 +67,8 @@ public struct Fault: Sendable, Equatable, Codable {
         ignoreRange = flag("norange")
         changeETag = flag("changeetag")
         weakETag = flag("weak")
+        unquotedETag = flag("unquoted")
+        onlyRanges = flag("onlyranges")
         noValidators = flag("novalidators")
         gzip = flag("gzip")
         failStatus = int("status").map { Int($0) }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One request the origin answered, for tests and benchmarks to inspect.
 public struct OriginRequest: Sendable, Equatable {
     /// `GET` or `HEAD`.
@@ -22,4 +24,6 @@ public struct OriginRequest: Sendable, Equatable {
     public var ifNoneMatch: String? = nil
     /// The request's `If-Modified-Since` header.
     public var ifModifiedSince: String? = nil
+    /// When the request arrived.
+    public var receivedAt = Date()
 }

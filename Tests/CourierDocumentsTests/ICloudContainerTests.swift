@@ -113,16 +113,18 @@ final class ScriptedUbiquity: UbiquityService, @unchecked Sendable { // state be
         let file = root.appendingPathComponent("big.bin")
         // 3 s of steady progress (a step every 50 ms) under a 1 s idle window with no
         // retrigger allowed: every percent that moves is progress. (Before, only status
-        // changes counted, and this read failed with E_TIMEOUT after 1 s.)
+        // changes counted, and this read failed with E_TIMEOUT after 1 s.) The transfer runs
+        // on a thread of its own, as iCloud's does: a reader starved by a loaded machine
+        // still finds the percent moved when it looks again.
         service.state.withLock { $0.onStart = { _, _ in
-            Task {
+            Thread {
                 for step in 1...60 {
                     service.publish([service.item("big.bin", .notDownloaded, Double(step) * 1.6, downloading: true)])
-                    try await Task.sleep(for: .milliseconds(50))
+                    usleep(50_000)
                 }
-                try Data(count: 1000).write(to: file)
+                try? Data(count: 1000).write(to: file)
                 service.publish([service.item("big.bin", .current, 100)])
-            }
+            }.start()
         } }
         let data = try await documents(container, idle: .seconds(1), retriggers: 0).readInPlaceBytes("big.bin")
         #expect(data.count == 1000)

@@ -202,26 +202,22 @@ struct DownloadRun: Sendable {
     // MARK: One attempt
 
     private func attempt(url: URL, plan: ResumePlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
-        var current = url
-        var redirects = 0
+        var redirects = RedirectState(url: url, limit: config.maxRedirects)
         while true {
             var headers = plan.requestHeaders
             // A download wanting several connections asks for a range from the start: a 206
             // shows the server serves ranges, and the reply becomes the first range's.
             if record.connections > 1, plan.offset == 0 { headers.append(("Range", "bytes=0-")) }
-            if let authorizer = context.authorizer, current.origin == url.origin {
-                headers += try await authorizer.headers(for: record, url: current)
+            if redirects.sendsCredentials, let authorizer = context.authorizer {
+                headers += try await authorizer.headers(for: record, url: redirects.current)
             }
+            let current = redirects.current
             let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))
             activity.touch()
             switch ResponseDisposition.decide(plan: plan, status: response.status, headers: response.headers) {
             case let .redirect(location):
                 await response.body.drain()
-                redirects += 1
-                guard redirects <= config.maxRedirects else {
-                    return .fail(CourierError(.tooManyRedirects, "more than \(config.maxRedirects) redirects"))
-                }
-                current = try URLPolicy.redirectTarget(location: location, from: current)
+                do { try redirects.follow(location) } catch let error as CourierError where error.code == .tooManyRedirects { return .fail(error) }
             case let .write(bodyPlan):
                 if canSegment(record: record, status: response.status, plan: bodyPlan) {
                     return try await startSegmented(firstBody: response.body, url: current, plan: bodyPlan, record: record, activity: activity)

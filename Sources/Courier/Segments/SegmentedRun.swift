@@ -12,21 +12,12 @@ import NIOCore
 /// - When a connection frees up and no range waits, the range with the most bytes left is
 ///   split in two (aria2's scheme), so a slow connection does not hold up the end.
 extension DownloadRun {
-    /// What the ranges agree on: fixed when the download is split.
+    /// What the ranges agree on: fixed when the download is split. The validator is chosen
+    /// by the same rule as every resume (``Validator/choose(etag:lastModified:)``): a strong,
+    /// well-formed ETag, else Last-Modified; an unquoted or weak ETag never is one.
     struct SegmentTerms: Sendable {
         var total: Int64
-        var etag: String?
-        var lastModified: String?
-
-        /// Whether a range reply's validators are the download's: a strong ETag must match
-        /// exactly; without one, Last-Modified must.
-        func matches(etag replyETag: String?, lastModified replyLM: String?) -> Bool {
-            if let etag { return replyETag == etag }
-            if let lastModified { return replyLM == lastModified }
-            return false
-        }
-
-        var ifRange: String? { etag ?? lastModified }
+        var validator: Validator
     }
 
     /// Thrown by a range whose reply shows the file changed or ranges stopped working.
@@ -36,14 +27,16 @@ extension DownloadRun {
     func canSegment(record: DownloadRecord, status: Int, plan: BodyPlan) -> Bool {
         guard record.connections > 1, status == 206, plan.offset == 0, plan.resumable, let total = plan.totalBytes,
               total >= 2 * config.minSegmentSize else { return false }
-        let strongETag = plan.etag.map { !$0.hasPrefix("W/") } ?? false
-        return strongETag || (plan.etag == nil && plan.lastModified != nil)
+        return Validator.choose(etag: plan.etag, lastModified: plan.lastModified) != nil
     }
 
     /// Starts a segmented download from the first reply (a 206 from byte 0), which becomes
     /// the first range's connection.
     func startSegmented(firstBody: TransportBody, url: URL, plan: BodyPlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
-        let terms = SegmentTerms(total: plan.totalBytes ?? 0, etag: plan.etag, lastModified: plan.lastModified)
+        guard let validator = Validator.choose(etag: plan.etag, lastModified: plan.lastModified) else {
+            throw SegmentRestart(reason: "no validator to split the file by")
+        }
+        let terms = SegmentTerms(total: plan.totalBytes ?? 0, validator: validator)
         let segments = SegmentPlanner.initial(downloadId: id, total: terms.total, connections: record.connections, minSize: config.minSegmentSize)
         let partialURL = context.fileURL(record.partialPath)
         if let available = DiskSpace.available(at: partialURL), available < terms.total + config.freeSpaceReserve {
@@ -52,7 +45,7 @@ extension DownloadRun {
         // The ranges are recorded before the file is preallocated: a partial of the full
         // length is never on disk without the segments that say what it holds.
         guard try await db.replaceSegments(id: id, with: segments, lease: context.owner, { r in
-            r.totalBytes = terms.total; r.etag = terms.etag; r.lastModified = terms.lastModified
+            r.totalBytes = terms.total; r.etag = plan.etag; r.lastModified = plan.lastModified
             r.resumable = true; r.bytesReceived = 0
         }) != nil else { throw ExternalStop() }
         unlink(partialURL.path)
@@ -68,8 +61,8 @@ extension DownloadRun {
         let segments = try await db.segments(id: id)
         guard let total = record.totalBytes, SegmentPlanner.isConsistent(segments, total: total),
               PartialFile.length(at: context.fileURL(record.partialPath)) == total,
-              record.etag.map({ !$0.hasPrefix("W/") }) ?? (record.lastModified != nil) else { return nil }
-        let terms = SegmentTerms(total: total, etag: record.etag, lastModified: record.lastModified)
+              let validator = Validator.choose(etag: record.etag, lastModified: record.lastModified) else { return nil }
+        let terms = SegmentTerms(total: total, validator: validator)
         context.logger.info("resuming \(segments.filter { !$0.isComplete }.count) of \(segments.count) ranges", metadata: ["id": "\(id)"])
         return try await runSegments(SegmentBoard(segments), terms: terms, url: url, record: record, first: nil, outer: nil)
     }
@@ -82,6 +75,7 @@ extension DownloadRun {
         let partialURL = context.fileURL(record.partialPath)
         let connections = max(1, record.connections)
         let started = ContinuousClock.now
+        let shared = RangeURL(url)
         do {
             try await withThrowingTaskGroup(of: WorkerEnd.self) { group in
                 var first = first
@@ -92,7 +86,7 @@ extension DownloadRun {
                     active += 1
                     group.addTask {
                         defer { board.release(segment.index) }
-                        try await fetchRange(segment.index, board: board, terms: terms, url: url, partialURL: partialURL, firstBody: body)
+                        try await fetchRange(segment.index, board: board, terms: terms, url: shared, partialURL: partialURL, firstBody: body)
                         return .rangeDone
                     }
                 }
@@ -164,7 +158,7 @@ extension DownloadRun {
 
     /// One connection's work on one range, with its own retries: request the rest of the
     /// range, check the reply, write at the range's offsets until its (possibly moved) end.
-    private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: URL, partialURL: URL, firstBody: TransportBody?) async throws {
+    private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: RangeURL, partialURL: URL, firstBody: TransportBody?) async throws {
         var failures = 0
         var pending = firstBody
         while true {
@@ -180,66 +174,74 @@ extension DownloadRun {
                     try await writeRange(stream, index: index, from: segment.next, board: board, partialURL: partialURL, activity: activity)
                 }
                 return
+            } catch let failure as RangeRetry {
+                try await backOff(index, failure.error, after: failure.after, progressed: (board.segment(index)?.received ?? 0) > before, failures: &failures)
             } catch let error as CourierError where Self.isRetriable(error) {
-                if (board.segment(index)?.received ?? 0) > before { failures = 0 }
-                failures += 1
-                if failures >= config.retryPolicy.maxAttempts {
-                    throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(failures) attempts)", httpStatus: error.httpStatus)
-                }
-                context.logger.info("range \(index): retrying: \(error)", metadata: ["id": "\(id)"])
-                try await Task.sleep(for: config.retryPolicy.delay(afterFailures: failures, retryAfter: nil))
+                try await backOff(index, error, after: nil, progressed: (board.segment(index)?.received ?? 0) > before, failures: &failures)
             }
         }
     }
 
-    /// Asks for the rest of a range and checks the reply is exactly that range of the same file.
-    private func requestRange(_ segment: Segment, terms: SegmentTerms, url: URL, activity: Activity) async throws -> TransportBody {
-        var current = url
-        var redirects = 0
+    /// A range's passing failure, with the server's `Retry-After` when it gave one.
+    private struct RangeRetry: Error { var error: CourierError; var after: TimeInterval? }
+
+    /// Counts a range's failure and waits before its next attempt (as long as the server's
+    /// `Retry-After` asks); throws once the range has failed too often in a row.
+    private func backOff(_ index: Int, _ error: CourierError, after: TimeInterval?, progressed: Bool, failures: inout Int) async throws {
+        if progressed { failures = 0 }
+        failures += 1
+        if failures >= config.retryPolicy.maxAttempts {
+            throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(failures) attempts)", httpStatus: error.httpStatus)
+        }
+        let delay = config.retryPolicy.delay(afterFailures: failures, retryAfter: after)
+        context.logger.info("range \(index): retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
+        try await Task.sleep(for: delay)
+    }
+
+    /// Asks for the rest of a range and checks the reply is exactly that range of the same
+    /// file, by ``RangeReply``'s rules; redirects by ``RedirectState``'s.
+    private func requestRange(_ segment: Segment, terms: SegmentTerms, url shared: RangeURL, activity: Activity) async throws -> TransportBody {
+        var redirects = RedirectState(url: await shared.current, limit: config.maxRedirects)
         while true {
-            var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity"), ("Range", segment.rangeHeader)]
-            if let ifRange = terms.ifRange { headers.append(("If-Range", ifRange)) }
-            if let authorizer = context.authorizer, current.origin == url.origin, let record = try await db.record(id: id) {
-                headers += try await authorizer.headers(for: record, url: current)
+            var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity"), ("Range", segment.rangeHeader),
+                                                            ("If-Range", terms.validator.ifRangeValue)]
+            if redirects.sendsCredentials, let authorizer = context.authorizer, let record = try await db.record(id: id) {
+                headers += try await authorizer.headers(for: record, url: redirects.current)
             }
-            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))
+            let response = try await context.transport.send(TransportRequest(url: redirects.current.absoluteString, headers: headers))
             activity.touch()
-            let h = response.headers
-            switch response.status {
-            case 206:
-                guard !ResponseDisposition.isCompressed(h), let raw = h.first(name: "Content-Range"),
-                      let range = try? ContentRange(parsing: raw), case let .satisfied(first, last, complete) = range else {
-                    await response.body.drain()
-                    throw SegmentRestart(reason: "a range reply without a usable Content-Range")
-                }
-                guard first == segment.next, last <= segment.end - 1, last >= first, complete == terms.total else {
-                    await response.body.drain()
-                    throw SegmentRestart(reason: "a range reply for bytes \(first)-\(last)/\(complete.map(String.init) ?? "*"), not \(segment.rangeHeader)/\(terms.total)")
-                }
-                guard terms.matches(etag: h.first(name: "ETag"), lastModified: h.first(name: "Last-Modified")) else {
-                    await response.body.drain()
-                    throw SegmentRestart(reason: "the file changed on the server (a range's validator differs)")
-                }
+            switch RangeReply.decide(first: segment.next, last: segment.end - 1, total: terms.total, validator: terms.validator,
+                                     status: response.status, headers: response.headers) {
+            case .write:
                 return response.body
-            case 200:
+            case let .restart(reason):
                 await response.body.drain()
-                throw SegmentRestart(reason: "the server answered a range with the whole file (it changed, or stopped serving ranges)")
-            case 301, 302, 303, 307, 308:
+                throw SegmentRestart(reason: reason)
+            case let .redirect(location):
                 await response.body.drain()
-                redirects += 1
-                guard redirects <= config.maxRedirects, let location = h.first(name: "Location") else {
-                    throw CourierError(.tooManyRedirects, "more than \(config.maxRedirects) redirects")
-                }
-                current = try URLPolicy.redirectTarget(location: location, from: current)
-            case 408, 429, 500...599:
+                try redirects.follow(location)
+            case let .retry(error, after):
                 await response.body.drain()
-                throw CourierError(.httpServerError, "the server answered \(response.status) to a range", httpStatus: response.status)
-            default:
+                throw RangeRetry(error: error, after: after)
+            case let .refreshURL(error):
                 await response.body.drain()
-                throw CourierError(response.status >= 400 && response.status < 500 ? .httpClientError : .protocolViolation,
-                                   "the server answered \(response.status) to a range", httpStatus: response.status)
+                // One fresh URL for every range (asked once per run); the range goes on with it.
+                let denied = redirects.origin
+                guard let fresh = try await shared.afterDenial(of: denied, ask: { try await refreshedURL(after: error) }) else { throw error }
+                redirects = RedirectState(url: fresh, limit: config.maxRedirects)
+            case let .fail(error):
+                await response.body.drain()
+                throw error
             }
         }
+    }
+
+    /// The URL refresher's fresh URL after a denial (recorded, redacted), or `nil`.
+    private func refreshedURL(after error: CourierError) async throws -> String? {
+        guard let refresher = context.refresher, let record = try await db.record(id: id),
+              let fresh = try await refresher.refreshedURL(for: record, reason: .accessDenied(status: error.httpStatus ?? 403)) else { return nil }
+        _ = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
+        return fresh
     }
 
     /// Writes a range's body at its offsets, up to the range's current end.
