@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierOrigin", targets: ["CourierOrigin"]),
+        .library(name: "CourierURLSession", targets: ["CourierURLSession"]),
         .library(name: "CourierAttachments", targets: ["CourierAttachments"]),
         .library(name: "CourierDocuments", targets: ["CourierDocuments"]),
         .library(name: "CourierMedia", targets: ["CourierMedia"]),
@@ -73,6 +74,14 @@ let package = Package(
             ]
         ),
         .target(
+            name: "CourierURLSession",
+            dependencies: [
+                "Courier",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .target(
             name: "CourierOrigin",
             dependencies: [
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -87,6 +96,7 @@ let package = Package(
             name: "courier",
             dependencies: [
                 "Courier",
+                "CourierURLSession",
                 "CourierAttachments",
                 "CourierDocuments",
                 "CourierMedia",
@@ -97,12 +107,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
-        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
-        .testTarget(name: "CourierMediaTests", dependencies: ["CourierMedia", "Courier", "CourierOrigin"]),
+        // Helpers the test targets share (not a test target itself).
+        .target(name: "CourierTestSupport", dependencies: ["Courier"], path: "Tests/CourierTestSupport"),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
+        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
+        .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
-        .testTarget(name: "CourierCLITests", dependencies: ["Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
                     exclude: ["HelpSnapshots"]),
     ]
 )

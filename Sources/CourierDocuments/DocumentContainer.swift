@@ -20,11 +20,16 @@ public struct DocumentState: Sendable, Equatable {
     public var status: DocumentDownloadStatus?
     /// Percent downloaded, when known. Advisory only: it may jump from 0 to 100.
     public var percent: Double?
+    /// Why the last upload of a local change failed for good (retries exhausted, or an
+    /// error no retry helps); `nil` when none failed. The local file stands either way;
+    /// the next write uploads again.
+    public var uploadFailure: CourierError?
 
     /// Makes a state.
-    public init(status: DocumentDownloadStatus?, percent: Double? = nil) {
+    public init(status: DocumentDownloadStatus?, percent: Double? = nil, uploadFailure: CourierError? = nil) {
         self.status = status
         self.percent = percent
+        self.uploadFailure = uploadFailure
     }
 }
 

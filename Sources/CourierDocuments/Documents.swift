@@ -90,7 +90,7 @@ public struct Documents: Sendable {
                         continuation.finish(throwing: Self.readError(error, path))
                         return
                     default:
-                        try? await Task.sleep(for: options.pollInterval)
+                        try? await Task.sleep(for: options.pollInterval)   // a cancelled sleep ends early; the loop checks cancellation next
                     }
                 }
                 continuation.finish()

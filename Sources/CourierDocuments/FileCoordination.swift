@@ -16,14 +16,13 @@ enum FileCoordination {
         let lock = lockURL(for: url)
         let fd = open(lock.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else {
-            let err = errno
-            throw CourierError(err == ENOENT ? .fileWrite : .fileRead, "cannot coordinate access to \(url.lastPathComponent): \(String(cString: strerror(err)))")
+            throw FileErrors.error(errno, "coordinate access to", url, mode == .shared ? .read : .write)
         }
         defer { close(fd) }
         let op = (mode == .shared ? LOCK_SH : LOCK_EX) | LOCK_NB
         while flock(fd, op) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
-                throw CourierError(.fileRead, "cannot lock \(url.lastPathComponent): \(String(cString: strerror(errno)))")
+                throw FileErrors.error(errno, "lock", url, mode == .shared ? .read : .write)
             }
             try await Task.sleep(for: .milliseconds(2))
         }

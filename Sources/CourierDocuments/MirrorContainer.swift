@@ -16,6 +16,9 @@ public final class MirrorContainer: DocumentContainer {
     private let failures = Locked<[String: CourierError]>([:])
     private let transfers = Locked<[String: Task<Void, Never>]>([:])
     private let uploads = Locked<[String: Task<Void, Never>]>([:])
+    private let uploadFailures = Locked<[String: CourierError]>([:])
+    /// How uploads retry: the engine's policy for this container's downloads.
+    private let uploadRetry: RetryPolicy
 
     /// Mirrors `storage` into `root`; `database` keeps the engine's download records (so a
     /// large document resumes after a relaunch).
@@ -25,12 +28,18 @@ public final class MirrorContainer: DocumentContainer {
         self.storage = storage
         self.logger = logger
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        var config = DownloaderConfiguration(rootDirectory: root)
+        config.freeSpaceReserve = 16 << 20
+        config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
+        configure(&config)
+        uploadRetry = config.retryPolicy
         if let resumable = storage as? any ResumableRemoteStorage {
-            var config = DownloaderConfiguration(rootDirectory: root)
-            config.freeSpaceReserve = 16 << 20
-            config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
-            configure(&config)
-            let link = KeyLink(storage: resumable, root: root)
+            // The placeholder's key names the remote object behind a record.
+            let base = self.root
+            let link = Credentials.storage(resumable) { record in
+                let key = Placeholder.read(for: base.appendingPathComponent(record.localFinalPath))?.key ?? record.localFinalPath
+                return Attachment(id: record.localFinalPath, filename: key, state: .queuedDownload)
+            }
             downloader = Downloader(configuration: config, database: database, urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
             downloader = nil
@@ -46,7 +55,7 @@ public final class MirrorContainer: DocumentContainer {
     func url(_ path: String) throws -> URL { root.appendingPathComponent(try SafePath.validateRelative(path)) }
 
     static func downloadID(_ path: String) -> String {
-        "doc:" + SHA256.hash(data: Data(path.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        SHA256Hex.shortID("doc:", of: path)
     }
 
     // MARK: Placeholders
@@ -60,7 +69,7 @@ public final class MirrorContainer: DocumentContainer {
         }
         var created: [String] = []
         for object in try await listing.list() {
-            guard let target = try? url(object.key) else { continue }
+            guard let target = try? url(object.key) else { continue }   // a remote key that is no safe local path is skipped, never written
             if FileManager.default.fileExists(atPath: target.path) { continue }
             try Placeholder(key: object.key, size: object.size, etag: object.etag).write(for: target)
             created.append(object.key)
@@ -85,7 +94,7 @@ public final class MirrorContainer: DocumentContainer {
             unlink(target.path)
             unlink(target.path + ".partial")
         }
-        if let downloader { try? await downloader.cancel(id: Self.downloadID(path)) }
+        if let downloader { try? await downloader.cancel(id: Self.downloadID(path)) }   // no engine record for this path is what we want
         failures.withLock { $0[path] = nil }
     }
 
@@ -93,7 +102,7 @@ public final class MirrorContainer: DocumentContainer {
 
     /// The file or its placeholder is there.
     public func entryExists(_ path: String) -> Bool {
-        guard let target = try? url(path) else { return false }
+        guard let target = try? url(path) else { return false }   // an invalid path exists nowhere
         return FileManager.default.fileExists(atPath: target.path) || FileManager.default.fileExists(atPath: Placeholder.url(for: target).path)
     }
 
@@ -106,12 +115,11 @@ public final class MirrorContainer: DocumentContainer {
         if let downloader, let resumable = storage as? any ResumableRemoteStorage {
             let id = Self.downloadID(path)
             if restart, await downloader.runningIDs.contains(id) {
-                try? await downloader.pause(id: id)
+                try? await downloader.pause(id: id)   // a download that already ended needs no pause
             }
             try await downloader.enqueue(DownloadRequest(id: id, url: try await resumable.downloadURL(for: attachment), destination: path))
             watch(path, target: target) {
-                _ = try await downloader.waitForCompletion(id: id)
-                try? await downloader.cancel(id: id)   // the record is done; the file stays
+                try await downloader.finishAndForget(id: id)
             }
         } else {
             if transfers.withLock({ $0[path] != nil }), !restart { return }
@@ -144,10 +152,10 @@ public final class MirrorContainer: DocumentContainer {
     /// Present without placeholder: current. Else the transfer's state, else a placeholder
     /// alone: not downloaded. Nothing known: `nil`.
     public func state(of path: String) async -> DocumentState {
-        guard let target = try? url(path) else { return DocumentState(status: nil) }
+        guard let target = try? url(path) else { return DocumentState(status: nil) }   // an invalid path has no state
         let placeholder = Placeholder.read(for: target)
         if placeholder == nil, FileManager.default.fileExists(atPath: target.path) {
-            return DocumentState(status: .current, percent: 100)
+            return DocumentState(status: .current, percent: 100, uploadFailure: uploadFailures.withLock { $0[path] })
         }
         if let failure = failures.withLock({ $0[path] }) { return DocumentState(status: .failed(failure)) }
         let percent: Double? = placeholder.flatMap { p in
@@ -178,7 +186,8 @@ public final class MirrorContainer: DocumentContainer {
             let fd = open(target.path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let err = errno
-                throw CourierError(err == ENOENT ? .fileNotFound : .fileRead, "cannot open \(path): \(String(cString: strerror(err)))")
+                // Checked just above: gone since then is no such file; anything else is the read's.
+                throw err == ENOENT ? CourierError(.fileNotFound, "\(path) does not exist") : FileErrors.error(err, "open", target, .read)
             }
             defer { close(fd) }
             var buffer = [UInt8](repeating: 0, count: max(4096, chunkSize))
@@ -186,7 +195,7 @@ public final class MirrorContainer: DocumentContainer {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw CourierError(.fileRead, "reading \(path) failed: \(String(cString: strerror(errno)))")
+                    throw FileErrors.error(errno, "read", target, .read)
                 }
                 if n == 0 { break }
                 try await body(Data(buffer[0..<n]))
@@ -203,22 +212,17 @@ public final class MirrorContainer: DocumentContainer {
         guard FileManager.default.fileExists(atPath: dir.path, isDirectory: &isDir), isDir.boolValue else {
             throw CourierError(.fileWrite, "the folder of \(path) does not exist")
         }
-        let temp = dir.appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
-        guard FileManager.default.createFile(atPath: temp.path, contents: nil), let handle = FileHandle(forWritingAtPath: temp.path) else {
-            throw CourierError(.fileWrite, "cannot write into the folder of \(path)")
-        }
+        let write = try AtomicWrite(replacing: target)
         do {
-            try handle.write(contentsOf: data)
-            try Durability.sync(handle)
-            try handle.close()
+            try write.handle.write(contentsOf: data)
+            try write.prepare()
             try await FileCoordination.withLock(target, .exclusive) {
-                guard rename(temp.path, target.path) == 0 else { throw CourierError(.fileWrite, "cannot replace \(path)") }
+                try write.putInPlace()
                 unlink(Placeholder.url(for: target).path)
             }
         } catch {
-            try? handle.close()
-            unlink(temp.path)
-            throw error as? CourierError ?? CourierError(.fileWrite, "cannot write \(path)", underlying: error)
+            write.abandon()
+            throw FileErrors.error(error, "write", target, .write)
         }
         queueUpload(path, target: target)
     }
@@ -227,9 +231,11 @@ public final class MirrorContainer: DocumentContainer {
         let storage = self.storage
         let logger = self.logger
         let previous = uploads.withLock { $0[path] }
-        let task = Task { [uploads] in
+        let task = Task { [uploads, uploadFailures, uploadRetry] in
             await previous?.value
-            var failures = 0
+            // The engine's retry rules: passing failures back off (and give up at the limit),
+            // any other failure ends the upload at once; either way the document shows it.
+            var retries = RetryBudget(policy: uploadRetry)
             while !Task.isCancelled {
                 do {
                     // Upload a snapshot taken under a shared lock, so a later write cannot tear it.
@@ -237,11 +243,17 @@ public final class MirrorContainer: DocumentContainer {
                     try await FileCoordination.withLock(target, .shared) { try FileCopyForUpload.copy(target, snapshot) }
                     defer { unlink(snapshot.path) }
                     try await storage.upload(fileAt: snapshot, attachment: Attachment(id: path, filename: path, state: .queuedUpload))
+                    uploadFailures.withLock { $0[path] = nil }
                     break
                 } catch {
-                    failures += 1
-                    logger.warning("upload of \(path) failed (\(failures)): \(error)")
-                    try? await Task.sleep(for: RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(60)).delay(afterFailures: failures, retryAfter: nil))
+                    let e = error as? CourierError ?? CourierError(.unexpected, "upload of \(path) failed", underlying: error)
+                    guard e.isPassing, case let .wait(delay, attempt, limit) = retries.failed(e, retryAfter: nil, progressed: false) else {
+                        logger.error("upload of \(path) failed for good: \(e)")
+                        uploadFailures.withLock { $0[path] = CourierError(e.code, "upload failed: \(e.message)", httpStatus: e.httpStatus) }
+                        break
+                    }
+                    logger.warning("upload of \(path) failed (\(attempt) of \(limit)); retrying in \(delay): \(e)")
+                    try? await Task.sleep(for: delay)   // a cancelled sleep ends early; the loop checks cancellation next
                 }
             }
             uploads.withLock { if $0[path] != nil { $0[path] = nil } }
@@ -258,14 +270,17 @@ public final class MirrorContainer: DocumentContainer {
 /// Plain streaming copy for upload snapshots.
 enum FileCopyForUpload {
     static func copy(_ source: URL, _ target: URL) throws {
-        unlink(target.path)
         guard let input = FileHandle(forReadingAtPath: source.path) else { throw CourierError(.fileNotFound, "\(source.lastPathComponent) vanished") }
-        defer { try? input.close() }
-        guard FileManager.default.createFile(atPath: target.path, contents: nil), let output = FileHandle(forWritingAtPath: target.path) else {
-            throw CourierError(.fileWrite, "cannot snapshot \(source.lastPathComponent)")
+        defer { try? input.close() }   // a read-only handle: nothing to lose on close
+        // A snapshot is whole or absent: an upload never reads a half-copied one.
+        let write = try AtomicWrite(replacing: target)
+        do {
+            while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty { try write.handle.write(contentsOf: chunk) }
+            try write.commit()
+        } catch {
+            write.abandon()
+            throw FileErrors.error(error, "snapshot", source, .write)
         }
-        defer { try? output.close() }
-        while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty { try output.write(contentsOf: chunk) }
     }
 }
 
@@ -275,21 +290,3 @@ final class DataCollector: @unchecked Sendable { // appended only from the one r
     func append(_ chunk: Data) { data.append(chunk) }
 }
 
-/// Fresh URLs and auth for the engine, from the placeholder's key.
-struct KeyLink: URLRefreshing, RequestAuthorizing {
-    let storage: any ResumableRemoteStorage
-    let root: URL
-
-    private func attachment(_ record: DownloadRecord) -> Attachment {
-        let key = Placeholder.read(for: root.appendingPathComponent(record.localFinalPath))?.key ?? record.localFinalPath
-        return Attachment(id: record.localFinalPath, filename: key, state: .queuedDownload)
-    }
-
-    func refreshedURL(for record: DownloadRecord, reason: URLRefreshReason) async throws -> String? {
-        try await storage.downloadURL(for: attachment(record))
-    }
-
-    func headers(for record: DownloadRecord, url: URL) async throws -> [(name: String, value: String)] {
-        try await storage.downloadHeaders(for: attachment(record))
-    }
-}

@@ -14,8 +14,8 @@ extension RemoteObject {
     }
 
     static func read(for url: URL) -> Placeholder? {
-        guard let data = try? Data(contentsOf: Self.url(for: url)) else { return nil }
-        return try? JSONDecoder().decode(Placeholder.self, from: data)
+        guard let data = try? Data(contentsOf: Self.url(for: url)) else { return nil }   // no placeholder file: not a placeholder
+        return try? JSONDecoder().decode(Placeholder.self, from: data)   // a file that is not our JSON is not a placeholder
     }
 
     func write(for url: URL) throws {

@@ -19,6 +19,8 @@ public actor MediaLibrary {
     /// The folder that holds `Downloads/`.
     public nonisolated let root: URL
     let server: any MediaServer
+    /// The media server the library was given (the app releases it: ``MediaServer/shutdown()``).
+    public nonisolated var mediaServer: any MediaServer { server }
     let downloader: Downloader
     let logger: Logger
     /// Free space required beyond the media's size (seed 003: 100 MiB).
@@ -42,7 +44,7 @@ public actor MediaLibrary {
         var config = DownloaderConfiguration(rootDirectory: root)
         config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
         configure(&config)
-        downloader = Downloader(configuration: config, database: database, requestAuthorizer: ServerAuth(server: server), logger: logger)
+        downloader = Downloader(configuration: config, database: database, requestAuthorizer: Credentials(headers: { [server] _, _ in server.authorizationHeaders() }), logger: logger)
         if let protectionFailure { logger.warning("\(protectionFailure)") }
     }
 
@@ -55,7 +57,7 @@ public actor MediaLibrary {
     private func removeFile(_ url: URL) throws {
         do { try FileManager.default.removeItem(at: url) } catch {
             if !FileManager.default.fileExists(atPath: url.path) { return }
-            throw CourierError(.fileWrite, "cannot remove \(url.lastPathComponent)", underlying: error)
+            throw FileErrors.error(error, "remove", url, .write)
         }
     }
 
@@ -93,7 +95,7 @@ public actor MediaLibrary {
 
         // Storage: 100 MiB plus the remaining size, when known.
         let readable = "media:\(item.id):\(version)"
-        let taskId = (try? SafePath.validateIdentifier(readable)) ?? ("media:" + SHA256.hash(data: Data(readable.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined())
+        let taskId = (try? SafePath.validateIdentifier(readable)) ?? SHA256Hex.shortID("media:", of: readable)   // an id that is not a safe identifier gets a hashed one
         let held = PartialFile.length(at: root.appendingPathComponent(mediaPath + ".partial"))
         let needed = minimumFreeSpace + max(0, (source?.size ?? 0) - held)
         if let available = DiskSpace.available(at: root), available < needed {
@@ -101,16 +103,14 @@ public actor MediaLibrary {
         }
 
         // Media (essential), through the resumable engine; a new download replaces the file atomically.
-        try await downloader.enqueue(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
-                                                     destination: mediaPath, mediaId: item.id, mediaType: item.type.rawValue))
-        _ = try await downloader.waitForCompletion(id: taskId)
-        try? await downloader.cancel(id: taskId)   // the file is in place; the record's work is done
+        try await downloader.fetch(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
+                                                   destination: mediaPath, mediaId: item.id, mediaType: item.type.rawValue))
 
         // Metadata (essential).
         let entry = VersionInfo(versionId: version, container: container, isStatic: true, mediaSourceId: mediaSourceId,
                                 downloadDate: ISO8601DateFormatter().string(from: Date()), taskId: UUID().uuidString, itemId: item.id)
         var seriesItem: MediaItem?
-        if item.type == .episode, let seriesId = item.seriesId { seriesItem = try? await server.item(id: seriesId) }
+        if item.type == .episode, let seriesId = item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
         try MetadataStore(root: root).record(entry, for: item, series: seriesItem)
 
         // Images (optional).
@@ -134,7 +134,7 @@ public actor MediaLibrary {
         case .movie:
             return [(.movie(item), [.primary, .backdrop], item.id)]
         case .episode:
-            guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }
+            guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }   // an item with no valid folder has no images to fetch
             var jobs: [(MediaLayout.ImageContext, [MediaLayout.ImageKind], String)] = [(.series(id: seriesId, folder: folder), [.primary, .backdrop], seriesId)]
             if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [.primary], seasonId)) }
             jobs.append((.episode(item), [.primary, .backdrop], item.id))
@@ -146,10 +146,8 @@ public actor MediaLibrary {
 
     private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
         if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
-        let id = "image:" + SHA256.hash(data: Data(path.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
-        try await downloader.enqueue(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
-        defer { Task { [downloader] in try? await downloader.cancel(id: id) } }
-        _ = try await downloader.waitForCompletion(id: id)
+        let id = SHA256Hex.shortID("image:", of: path)
+        try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
     }
 
     // MARK: Queries
@@ -165,7 +163,7 @@ public actor MediaLibrary {
     /// Every item's metadata: movies and series (with their aggregated versions).
     public nonisolated func catalog() throws -> [DownloadMetadata] {
         let store = MetadataStore(root: root)
-        let folders = (try? FileManager.default.contentsOfDirectory(at: root.appendingPathComponent(MediaLayout.downloads), includingPropertiesForKeys: nil)) ?? []
+        let folders = (try? FileManager.default.contentsOfDirectory(at: root.appendingPathComponent(MediaLayout.downloads), includingPropertiesForKeys: nil)) ?? []   // a folder that cannot be listed holds nothing to show
         return folders.sorted { $0.lastPathComponent < $1.lastPathComponent }.compactMap { store.read($0.appendingPathComponent("metadata.json")) }
     }
 

@@ -13,6 +13,14 @@ public protocol MediaServer: Sendable {
     func imageURL(itemId: String, kind: MediaLayout.ImageKind) throws -> String
     /// Headers that carry the access token at request time; never stored.
     func authorizationHeaders() -> [(name: String, value: String)]
+    /// Releases what the server connection holds (its HTTP client), awaited; the default
+    /// does nothing.
+    func shutdown() async throws
+}
+
+extension MediaServer {
+    /// Nothing to release.
+    public func shutdown() async throws {}
 }
 
 /// A Jellyfin server (seed 003's URLs). The token goes in `X-Emby-Token` at request time,
@@ -21,17 +29,21 @@ public final class JellyfinServer: MediaServer {
     /// The server's base URL, without a trailing slash.
     public let baseURL: String
     private let token: String?
-    private let client: HTTPClient
+    private let owned: OwnedHTTPClient
+    private var client: HTTPClient { owned.client }
 
     /// Connects to `baseURL` with an access token.
     public init(baseURL: String, token: String?) throws {
-        _ = try URLPolicy.validate(baseURL)
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.baseURL = try OwnedHTTPClient.baseURL(baseURL)
         self.token = token
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .follow(max: 5, allowCycles: false)))
+        self.owned = .forService()
     }
 
-    deinit { client.shutdown(queue: .global()) { _ in } }
+    /// Releases the HTTP client, awaited; call it before dropping the adapter (a dropped
+    /// one still releases it, without waiting).
+    public func shutdown() async throws {
+        try await owned.shutdown()
+    }
 
     public func authorizationHeaders() -> [(name: String, value: String)] { token.map { [("X-Emby-Token", $0)] } ?? [] }
 
@@ -67,8 +79,3 @@ public final class JellyfinServer: MediaServer {
     }
 }
 
-/// Gives the engine the server's auth headers for every request.
-struct ServerAuth: RequestAuthorizing {
-    let server: any MediaServer
-    func headers(for record: DownloadRecord, url: URL) async throws -> [(name: String, value: String)] { server.authorizationHeaders() }
-}

@@ -9,8 +9,8 @@ struct MetadataStore {
     var downloads: URL { root.appendingPathComponent(MediaLayout.downloads) }
 
     func read(_ file: URL) -> DownloadMetadata? {
-        guard let data = try? Data(contentsOf: file) else { return nil }
-        return try? JSONDecoder().decode(DownloadMetadata.self, from: data)
+        guard let data = try? Data(contentsOf: file) else { return nil }   // no metadata file: nothing downloaded there
+        return try? JSONDecoder().decode(DownloadMetadata.self, from: data)   // unreadable metadata reads as none; the next download rewrites it
     }
 
     func write(_ metadata: DownloadMetadata, to file: URL) throws {
@@ -18,20 +18,7 @@ struct MetadataStore {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(metadata)
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temp = file.deletingLastPathComponent().appendingPathComponent(".metadata.json.\(UUID().uuidString).tmp")
-        guard FileManager.default.createFile(atPath: temp.path, contents: nil), let handle = FileHandle(forWritingAtPath: temp.path) else {
-            throw CourierError(.fileWrite, "cannot write metadata in \(file.deletingLastPathComponent().lastPathComponent)")
-        }
-        do {
-            try handle.write(contentsOf: data)
-            try Durability.sync(handle)
-            try handle.close()
-            guard rename(temp.path, file.path) == 0 else { throw CourierError(.fileWrite, "cannot move metadata into place") }
-        } catch {
-            try? handle.close()
-            unlink(temp.path)
-            throw error
-        }
+        try AtomicWrite.write(data, to: file)
     }
 
     /// Adds (or replaces: same normalised media source) a version of an item, at movie level,
@@ -65,14 +52,14 @@ struct MetadataStore {
         let legacy = itemFolder.appendingPathComponent("Metadata")
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: legacy.path, isDirectory: &isDir), isDir.boolValue {
-            try? FileManager.default.removeItem(at: legacy)
+            try? FileManager.default.removeItem(at: legacy)   // the legacy file is superseded; a leftover is ignored
         }
     }
 
     /// Rewrites the series' `metadata.json` from its seasons' (or removes it when none is left).
     func reaggregateSeries(folder: URL, series: MediaItem? = nil, fallbackTitle: String? = nil) throws {
         let file = folder.appendingPathComponent("metadata.json")
-        let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])
+        let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? [])   // a folder that cannot be listed holds nothing to show
             .filter { $0.lastPathComponent.hasPrefix("Season-") }
             .sorted { $0.lastPathComponent < $1.lastPathComponent }
         let versions = seasons.flatMap { read($0.appendingPathComponent("metadata.json"))?.versions ?? [] }
@@ -86,7 +73,7 @@ struct MetadataStore {
     /// Drops a version's entries below `folder` (movie or series with seasons).
     func removeVersion(_ versionId: String, under folder: URL) throws {
         let movieFile = folder.appendingPathComponent("metadata.json")
-        let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []).filter { $0.lastPathComponent.hasPrefix("Season-") }
+        let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []).filter { $0.lastPathComponent.hasPrefix("Season-") }   // a folder that cannot be listed holds nothing to show
         if seasons.isEmpty {
             if var meta = read(movieFile) {
                 meta.versions.removeAll { $0.versionId == versionId }
@@ -107,7 +94,7 @@ struct MetadataStore {
     /// Every version recorded for an item: its own metadata (movie), or season metadata
     /// naming it (episode); legacy `Metadata/Item.json` as a fallback.
     func versions(forItem itemId: String) -> [VersionInfo] {
-        guard (try? MediaLayout.component(itemId)) != nil else { return [] }
+        guard (try? MediaLayout.component(itemId)) != nil else { return [] }   // a validity check: the reason is not needed
         let movie = downloads.appendingPathComponent(itemId).appendingPathComponent("metadata.json")
         if let meta = read(movie) { return meta.versions }
         // Legacy: Metadata/Item.json beside a Media.* file counts as the item's own version.
@@ -117,8 +104,8 @@ struct MetadataStore {
             return [VersionInfo(versionId: itemId, container: media.pathExtension, isStatic: true, mediaSourceId: nil, downloadDate: "", taskId: "legacy", itemId: itemId)]
         }
         var found: [VersionInfo] = []
-        for series in (try? FileManager.default.contentsOfDirectory(at: downloads, includingPropertiesForKeys: nil)) ?? [] {
-            for season in ((try? FileManager.default.contentsOfDirectory(at: series, includingPropertiesForKeys: nil)) ?? []) where season.lastPathComponent.hasPrefix("Season-") {
+        for series in (try? FileManager.default.contentsOfDirectory(at: downloads, includingPropertiesForKeys: nil)) ?? [] {   // a folder that cannot be listed holds nothing to show
+            for season in ((try? FileManager.default.contentsOfDirectory(at: series, includingPropertiesForKeys: nil)) ?? []) where season.lastPathComponent.hasPrefix("Season-") {   // a folder that cannot be listed holds nothing to show
                 found += read(season.appendingPathComponent("metadata.json"))?.versions.filter { $0.itemId == itemId } ?? []
             }
         }

@@ -23,14 +23,14 @@ public final class CourierOrigin: Sendable {
     public let directory: URL
     /// The port it listens on (127.0.0.1).
     public let port: Int
-    private let serverChannel: any Channel
-    private let group: MultiThreadedEventLoopGroup
-    private let state = NIOLockedValueBox(OriginState())
-    private let logger: Logger
-    private let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = .init(nil)
+    let serverChannel: any Channel
+    let group: MultiThreadedEventLoopGroup
+    let state = NIOLockedValueBox(OriginState())
+    let logger: Logger
+    let acceptTask: NIOLockedValueBox<Task<Void, Never>?> = .init(nil)
     /// Whether PUT (store the body as the file) and DELETE are accepted.
     public let writable: Bool
-    private let scheme = NIOLockedValueBox("http")
+    let scheme = NIOLockedValueBox("http")
 
     struct OriginState {
         var faults: [String: Fault] = [:]
@@ -78,7 +78,7 @@ public final class CourierOrigin: Sendable {
                                    serverChannel: server.channel, group: group, logger: logger, writable: writable)
         origin.scheme.withLockedValue { $0 = tls == nil ? "http" : "https" }
         let task = Task<Void, Never> {
-            _ = try? await server.executeThenClose { inbound in
+            _ = try? await server.executeThenClose { inbound in   // the listener ends when stopped; its error is the stop
                 try await withThrowingDiscardingTaskGroup { tasks in
                     for try await connection in inbound {
                         tasks.addTask { await origin.serve(connection) }
@@ -92,7 +92,7 @@ public final class CourierOrigin: Sendable {
 
     /// Stops listening and closes every connection.
     public func stop() async throws {
-        try? await serverChannel.close()
+        try? await serverChannel.close()   // stopping: already closed is fine
         let task = acceptTask.withLockedValue { $0 }
         task?.cancel()
         await task?.value
@@ -136,37 +136,8 @@ public final class CourierOrigin: Sendable {
 
     // MARK: Serving
 
-    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            var head: HTTPRequestHead?
-            var upload: UploadSink?
-            for try await part in inbound {
-                switch part {
-                case let .head(h):
-                    head = h
-                    upload = nil
-                    if h.method == .PUT, writable { upload = try? UploadSink(directory: directory) }
-                case var .body(buffer):
-                    try upload?.write(&buffer)
-                case .end:
-                    guard let h = head else { return }
-                    head = nil
-                    let keepAlive: Bool
-                    if h.method == .PUT || h.method == .DELETE {
-                        keepAlive = try await respondToWrite(h, upload: upload, outbound: outbound)
-                    } else {
-                        keepAlive = try await respond(to: h, outbound: outbound)
-                    }
-                    upload?.discard()
-                    upload = nil
-                    if !keepAlive { return }
-                }
-            }
-        }
-    }
-
     /// Answers one request; returns whether the connection stays open.
-    private func respond(to head: HTTPRequestHead, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
+    func respond(to head: HTTPRequestHead, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
         let (path, query) = Self.splitTarget(head.uri)
         let isHead = head.method == .HEAD
         var record = OriginRequest(method: head.method.rawValue, path: path, range: head.headers.first(name: "Range"),
@@ -316,7 +287,7 @@ public final class CourierOrigin: Sendable {
 
         // Stream the body with faults.
         let handle = try FileHandle(forReadingFrom: file.url)
-        defer { try? handle.close() }
+        defer { try? handle.close() }   // a read-only handle: nothing to lose on close
         if gzipped == nil { try handle.seek(toOffset: UInt64(start)) }
         let chunk: Int64 = 256 << 10
         var sent: Int64 = 0
@@ -343,7 +314,7 @@ public final class CourierOrigin: Sendable {
             if let drop = f.dropAfterBytes, sent >= drop {
                 // Let the written bytes drain before the connection goes, as on a real link
                 // that fails later: closing at once would discard NIO's pending writes.
-                try? await Task.sleep(for: .milliseconds(50))
+                try? await Task.sleep(for: .milliseconds(50))   // a fault's stall; cancellation ends it early
                 return false
             }
             if let stall = f.stallAfterBytes, !stalled, sent >= stall {
@@ -360,145 +331,16 @@ public final class CourierOrigin: Sendable {
         return keepAlive
     }
 
-    private func update(_ serial: Int, _ request: OriginRequest) {
+    func update(_ serial: Int, _ request: OriginRequest) {
         state.withLockedValue { s in
             if let i = s.log.lastIndex(where: { $0.serial == serial }) { s.log[i].request = request }
         }
     }
 
-    /// PUT stores the body at the path (atomically: temp file, then rename); DELETE
-    /// removes the file (404 when it is not there). Only when the origin is writable.
-    private func respondToWrite(_ head: HTTPRequestHead, upload: UploadSink?, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
-        let (path, query) = Self.splitTarget(head.uri)
-        let keepAlive = head.isKeepAlive
-        var record = OriginRequest(method: head.method.rawValue, path: path, range: nil, ifRange: nil, acceptEncoding: nil,
-                                   authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
-        defer { let r = record; state.withLockedValue { s in s.nextSerial += 1; s.log.append((s.nextSerial, r)) } }
-        let (fault, count, requiredAuth): (Fault, Int, String?) = state.withLockedValue { s in
-            s.counts[path, default: 0] += 1
-            let q = Fault(query: query)
-            return (q.isEmpty ? (s.faults[path] ?? Fault()) : q, s.counts[path]!, s.requiredAuthorization)
-        }
-        func answer(_ status: Int) async throws -> Bool {
-            record.status = status
-            try await writeSimple(status: status, outbound: outbound, keepAlive: keepAlive, isHead: false)
-            return keepAlive
-        }
-        guard writable else { return try await answer(405) }
-        if let requiredAuth, head.headers.first(name: "Authorization") != requiredAuth { return try await answer(401) }
-        if let status = fault.failStatus, fault.failCount == 0 || count <= fault.failCount { return try await answer(status) }
-        guard let decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return try await answer(400) }
-        let parts = decoded.split(separator: "/").filter { $0 != "." }
-        guard !parts.isEmpty, !parts.contains("..") else { return try await answer(400) }
-        let target = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }
-        if head.method == .DELETE {
-            guard FileManager.default.fileExists(atPath: target.path) else { return try await answer(404) }
-            try? FileManager.default.removeItem(at: target)
-            return try await answer(204)
-        }
-        guard let upload else { return try await answer(500) }
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try upload.commit(to: target)
-        return try await answer(201)
-    }
-
-    private struct ServedFile {
+    struct ServedFile {
         var url: URL
         var size: Int64
         var mtime: Double
     }
 
-    /// Jellyfin-shaped routes, served from `jellyfin/` in the directory when it exists:
-    /// `/Items/{id}` → `items/{id}.json`, `/Items/{id}/Download` → `media/{id}`,
-    /// `/Items/{id}/Images/{Kind}` → `images/{id}-{Kind}.jpg`.
-    static func jellyfinRoute(_ decoded: String) -> String? {
-        let parts = decoded.split(separator: "/").map(String.init)
-        guard parts.count >= 2, parts[0] == "Items" else { return nil }
-        let id = parts[1]
-        if parts.count == 2 { return "jellyfin/items/\(id).json" }
-        if parts.count == 3, parts[2] == "Download" { return "jellyfin/media/\(id)" }
-        if parts.count == 4, parts[2] == "Images" { return "jellyfin/images/\(id)-\(parts[3]).jpg" }
-        return nil
-    }
-
-    /// Maps a URL path to a regular file inside the directory, refusing traversal.
-    private func resolve(_ path: String) -> ServedFile? {
-        guard var decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return nil }
-        if let route = Self.jellyfinRoute(decoded), FileManager.default.fileExists(atPath: directory.appendingPathComponent("jellyfin").path) {
-            decoded = route
-        }
-        let parts = decoded.split(separator: "/").filter { $0 != "." }
-        guard !parts.contains("..") else { return nil }
-        let url = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }
-        guard url.path.hasPrefix(directory.path) else { return nil }
-        guard let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),
-              attrs[.type] as? FileAttributeType == .typeRegular,
-              let size = (attrs[.size] as? NSNumber)?.int64Value,
-              let date = attrs[.modificationDate] as? Date else { return nil }
-        return ServedFile(url: url, size: size, mtime: date.timeIntervalSince1970.rounded(.down))
-    }
-
-    private func readAll(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
-
-    private func writeHead(status: Int, headers: [(String, String)], outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, keepAlive: Bool) async throws {
-        var text = "HTTP/1.1 \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n"
-        text += "Date: \(Self.httpDate(Date().timeIntervalSince1970))\r\nServer: CourierOrigin\r\n"
-        for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        if !keepAlive { text += "Connection: close\r\n" }
-        text += "\r\n"
-        try await outbound.write(ByteBuffer(string: text))
-    }
-
-    private func writeSimple(status: Int, extra: [(String, String)] = [], body: String? = nil, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, keepAlive: Bool, isHead: Bool) async throws {
-        let text = body ?? "\(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\n"
-        try await writeHead(status: status, headers: extra + [("Content-Type", "text/plain"), ("Content-Length", String(text.utf8.count))], outbound: outbound, keepAlive: keepAlive)
-        if !isHead { try await outbound.write(ByteBuffer(string: text)) }
-    }
-
-    static func splitTarget(_ uri: String) -> (String, [String: String]) {
-        guard let q = uri.firstIndex(of: "?") else { return (uri, [:]) }
-        var query: [String: String] = [:]
-        for pair in uri[uri.index(after: q)...].split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1)
-            query[String(kv[0])] = kv.count > 1 ? (String(kv[1]).removingPercentEncoding ?? String(kv[1])) : ""
-        }
-        return (String(uri[..<q]), query)
-    }
-
-    static func httpDate(_ seconds: Double) -> String {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "GMT")
-        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return f.string(from: Date(timeIntervalSince1970: seconds))
-    }
-}
-
-/// A PUT body streamed to a temporary file in the served directory.
-final class UploadSink {
-    let temp: URL
-    let handle: FileHandle
-    private var done = false
-
-    init(directory: URL) throws {
-        temp = directory.appendingPathComponent(".upload-\(UUID().uuidString)")
-        guard FileManager.default.createFile(atPath: temp.path, contents: nil), let h = FileHandle(forWritingAtPath: temp.path) else {
-            throw CocoaError(.fileWriteUnknown)
-        }
-        handle = h
-    }
-
-    func write(_ buffer: inout ByteBuffer) throws {
-        try handle.write(contentsOf: Data(buffer.readableBytesView))
-    }
-
-    func commit(to target: URL) throws {
-        try handle.close()
-        done = true
-        if rename(temp.path, target.path) != 0 { throw CocoaError(.fileWriteUnknown) }
-    }
-
-    func discard() {
-        if !done { try? handle.close(); unlink(temp.path); done = true }
-    }
 }

@@ -1,3 +1,4 @@
+import CourierTestSupport
 import CourierOrigin
 import Foundation
 import Testing
@@ -8,15 +9,8 @@ import Testing
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         let data = try w.serve("s.bin", size: 30_000)
-        let cert = w.base.appendingPathComponent("cert.pem").path, key = w.base.appendingPathComponent("key.pem").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
-                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
+        let made = try SelfSignedCertificate(in: w.base)
+        let cert = made.certificate, key = made.key
         let origin = try await CourierOrigin.start(directory: w.served, tls: (cert, key))
         defer { Task { try? await origin.stop() } }
         let url = origin.url("/s.bin")

@@ -1,3 +1,4 @@
+import CourierTestSupport
 import Courier
 import CourierAttachments
 import CourierOrigin
@@ -54,9 +55,7 @@ final class DocWorld: @unchecked Sendable { // one test at a time
     }
 }
 
-func code(of body: () async throws -> Void) async -> String? {
-    do { try await body(); return nil } catch let e as CourierError { return e.code.rawValue } catch { return "native: \(error)" }
-}
+func code(of body: () async throws -> Void) async -> String? { await errorCode(body) }
 
 @Suite(.serialized) struct DocumentsTests {
     @Test func readingAPlaceholderDownloadsThenReads() async throws {

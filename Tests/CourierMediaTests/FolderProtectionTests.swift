@@ -50,7 +50,7 @@ final class RecordingProtection: FolderProtecting, @unchecked Sendable { // stat
         protection.state.withLock { $0.failing = true }
         let lib = try library(w, protection)
         let failure = await lib.protectionFailure
-        #expect(failure?.code == .fileWrite && failure?.message.contains("backups") == true)
+        #expect(failure?.code == .writeFailed && failure?.message.contains("backups") == true)
         try await lib.download(itemId: "abc123")
         #expect(FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/abc123/abc123-def456.mp4").path))
         await lib.shutdown()

@@ -2,7 +2,8 @@
 // Apple's documentation shows it (page named beside each), so scripts/darwin-typecheck can
 // type-check that code on Linux, where Foundation lacks these. Nothing here ever runs.
 //
-// Only what Foundation on Linux lacks is declared: URLResourceValues.isExcludedFromBackup,
+// Only what Foundation on Linux lacks is declared: URLSessionConfiguration's network
+// policies, URLResourceValues.isExcludedFromBackup,
 // URL.setResourceValues, FileAttributeKey.protectionKey, FileProtectionType,
 // FileManager.setAttributes, NotificationCenter and OperationQueue come from
 // swift-corelibs-foundation with Apple's signatures.
@@ -11,6 +12,24 @@
 // fails when a declaration here is newer than Package.swift's floor (iOS 16, macOS 13,
 // tvOS 16, visionOS 1): code that calls it would not build for the apps Courier supports.
 @_exported import Foundation
+#if canImport(FoundationNetworking)
+@_exported import FoundationNetworking
+#endif
+
+// MARK: - URLSessionConfiguration (network policies FoundationNetworking lacks)
+extension URLSessionConfiguration {
+    /// https://developer.apple.com/documentation/foundation/urlsessionconfiguration/waitsforconnectivity
+    /// (`var waitsForConnectivity: Bool { get set }`; FoundationNetworking has a get-only one)
+    @available(iOS 11.0, macOS 10.13, tvOS 11.0, visionOS 1.0, watchOS 4.0, *)
+    @_disfavoredOverload
+    public var waitsForConnectivity: Bool { get { fatalError("stub") } set { fatalError("stub") } }
+    /// https://developer.apple.com/documentation/foundation/urlsessionconfiguration/allowsexpensivenetworkaccess
+    @available(iOS 13.0, macOS 10.15, tvOS 13.0, visionOS 1.0, watchOS 6.0, *)
+    public var allowsExpensiveNetworkAccess: Bool { get { fatalError("stub") } set { fatalError("stub") } }
+    /// https://developer.apple.com/documentation/foundation/urlsessionconfiguration/allowsconstrainednetworkaccess
+    @available(iOS 13.0, macOS 10.15, tvOS 13.0, visionOS 1.0, watchOS 6.0, *)
+    public var allowsConstrainedNetworkAccess: Bool { get { fatalError("stub") } set { fatalError("stub") } }
+}
 
 // MARK: - NSMetadataQuery
 // https://developer.apple.com/documentation/foundation/nsmetadataquery

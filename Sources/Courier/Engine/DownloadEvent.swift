@@ -29,42 +29,68 @@ public struct DownloadProgress: Sendable, Equatable {
     }
 }
 
-/// Something that happened to a download. A per-download stream always ends with one of
-/// the final events (``completed(_:)``, ``failed(id:error:)``, ``cancelled(id:)``), also for
-/// a subscriber that arrives after the end.
+/// Why a download's run ended: carried by the one final event, ``DownloadEvent/ended(id:_:)``.
+public enum DownloadEnd: Sendable, Equatable {
+    /// The final file is in place and verified.
+    case completed(DownloadRecord)
+    /// The download failed for good; the record keeps the error (and the partial, unless
+    /// it failed an integrity check).
+    case failed(CourierError)
+    /// Cancelled: its partial file and record are gone.
+    case cancelled
+    /// Paused, keeping its bytes: by a call, another process, or the engine itself (a full
+    /// disk), then with the reason.
+    case paused(CourierError?)
+    /// Another process (or downloader) holds its lease and runs it; ``CourierError/Code/leased``.
+    case leftToAnotherProcess(CourierError)
+    /// The downloader shut down; the download is queued and resumes at the next start.
+    case shutDown
+
+    /// The completed record, or the end as an error: what ``Downloader/waitForCompletion(id:)``
+    /// returns or throws.
+    public func completedRecord(id: String) throws -> DownloadRecord {
+        switch self {
+        case let .completed(record): return record
+        case let .failed(error): throw error
+        case .cancelled: throw CourierError(.cancelled, "download \(id) was cancelled")
+        case let .paused(error):
+            throw error.map { CourierError(.paused, "download \(id) paused: \($0.description)") } ?? CourierError(.paused, "download \(id) was paused")
+        case let .leftToAnotherProcess(error): throw error
+        case .shutDown: throw CourierError(.cancelled, "the downloader shut down before download \(id) finished")
+        }
+    }
+}
+
+/// Something that happened to a download. A per-download stream always ends with exactly one
+/// ``ended(id:_:)``, also for a subscriber that arrives after the end, and nothing else ends it.
 public enum DownloadEvent: Sendable, Equatable {
     /// Bytes arrived (throttled to about ten a second), or the persisted progress for a
     /// new subscriber.
     case progress(DownloadProgress)
-    /// The download entered a state; `error` says why when it paused on an error.
+    /// The download was queued or started running (the ends are ``ended(id:_:)``).
     case stateChanged(id: String, state: DownloadState, error: CourierError?)
-    /// The final file is in place and verified. Final.
-    case completed(DownloadRecord)
-    /// The download failed for good. Final.
-    case failed(id: String, error: CourierError)
-    /// The download was cancelled; its partial file and record are gone. Final.
-    case cancelled(id: String)
     /// An attempt failed with a passing error; the next starts after `delay`. `attempt`
     /// counts the failures in a row, `limit` is where the download gives up.
     case retrying(id: String, attempt: Int, limit: Int, error: CourierError, delay: Duration)
+    /// The run ended, and why. Final.
+    case ended(id: String, DownloadEnd)
 
     /// The download the event is about.
     public var id: String {
         switch self {
         case let .progress(p): return p.id
         case let .stateChanged(id, _, _): return id
-        case let .completed(r): return r.id
-        case let .failed(id, _): return id
-        case let .cancelled(id): return id
         case let .retrying(id, _, _, _, _): return id
+        case let .ended(id, _): return id
         }
     }
 
-    /// Whether this event ends the download's stream.
-    public var isFinal: Bool {
-        switch self {
-        case .completed, .failed, .cancelled: return true
-        default: return false
-        }
+    /// Why the download ended, for the final event; `nil` for every other.
+    public var end: DownloadEnd? {
+        if case let .ended(_, end) = self { return end }
+        return nil
     }
+
+    /// Whether this event ends the download's stream.
+    public var isFinal: Bool { end != nil }
 }

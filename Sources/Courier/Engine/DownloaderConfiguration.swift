@@ -44,7 +44,12 @@ public struct DownloaderConfiguration: Sendable {
     public var leaseDuration: Duration = .seconds(15)
     /// Fault injection for chaos tests only: a pause between the rename of the finished
     /// file and the record's update to completed, so a kill can land in that window.
-    public var pauseAfterRename: Duration? = nil
+    /// Not part of the public API (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var pauseAfterRename: Duration? = nil
+    /// Whether full buffers of a single-connection download are written with `O_DIRECT`
+    /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
+    /// tests only (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var usesDirectIO: Bool = true
 
     /// Makes a configuration for a root directory.
     public init(rootDirectory: URL) {

@@ -18,6 +18,18 @@ struct EngineContext: Sendable {
         Date().addingTimeInterval(configuration.leaseDuration.timeInterval)
     }
 
+    /// Runs a write whose failure nobody can act on (the run has already ended, or is
+    /// ending with another error that wins): a failure is logged as a warning, with what
+    /// was being done, and dropped. The record then says what the last successful write
+    /// said, and the partial file keeps every byte (its length wins at the next start).
+    @discardableResult
+    func bestEffort<T: Sendable>(_ what: String, id: String, isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async -> T? {
+        do { return try await body() } catch {
+            logger.warning("\(what) failed: \(error)", metadata: ["id": "\(id)"])
+            return nil
+        }
+    }
+
     /// The absolute URL of a path relative to the root directory.
     func fileURL(_ relative: String) -> URL {
         configuration.rootDirectory.appendingPathComponent(relative)

@@ -26,7 +26,7 @@ final class EventHub: Sendable {
     /// Publishes an event to every matching subscriber; a final event ends their streams.
     func publish(_ event: DownloadEvent) {
         let toFinish: [AsyncStream<DownloadEvent>.Continuation] = state.withLock { s in
-            if case .cancelled = event {
+            if case .ended(_, .cancelled) = event {
                 s.tombstones[event.id] = event
                 s.tombstoneOrder.append(event.id)
                 if s.tombstoneOrder.count > 1000 { s.tombstones[s.tombstoneOrder.removeFirst()] = nil }

@@ -79,6 +79,10 @@ extension CourierError.Code {
     /// The host refused the connection: nothing listens at that address and port. Retried
     /// a few times only (``RetryPolicy/maxRefusedAttempts``), since it rarely passes.
     public static let connectionRefused = Self(rawValue: "E_CONNECTION_REFUSED")
+    /// The system's network policy refuses the transfer now (URLSession: cellular,
+    /// expensive or Low Data Mode networks not allowed for it). Not retried by the engine:
+    /// resume it when the device is on another network.
+    public static let networkNotAllowed = Self(rawValue: "E_NETWORK_NOT_ALLOWED")
     /// The TLS handshake failed: an untrusted, expired or mismatched certificate. Not
     /// retried: waiting does not make a certificate trusted.
     public static let tls = Self(rawValue: "E_TLS")
@@ -95,15 +99,24 @@ extension CourierError.Code {
     /// The finished file's SHA-256 differs from the expected one.
     public static let checksumMismatch = Self(rawValue: "E_CHECKSUM_MISMATCH")
 
-    // Files (seed 004's codes among them)
-    /// Not enough free space, before start or while writing (ENOSPC).
+    // Files (seed 004's codes among them). The three `E_FNF` codes mean *no such file* and
+    // nothing else; other failures have codes of their own, with the system's error as
+    // ``CourierError/underlying``.
+    /// Not enough free space, before start or while writing (ENOSPC, EDQUOT, EFBIG).
     public static let noSpace = Self(rawValue: "E_NO_SPACE")
     /// A file that should exist does not.
     public static let fileNotFound = Self(rawValue: "E_FNF")
-    /// A file could not be read.
+    /// A file was not found when read (it existed, or was announced, and is gone).
     public static let fileRead = Self(rawValue: "E_FNF_READ")
-    /// A file could not be written, created or renamed.
+    /// The place to write a file does not exist (its folder is gone).
     public static let fileWrite = Self(rawValue: "E_FNF_WRITE")
+    /// The system refused access (EACCES, EPERM, EROFS: permissions, a read-only volume).
+    public static let permissionDenied = Self(rawValue: "E_PERMISSION")
+    /// Reading a file failed for another reason (an I/O error, a file that changed under us).
+    public static let readFailed = Self(rawValue: "E_READ")
+    /// Writing, syncing, renaming or removing a file failed for another reason (an I/O
+    /// error, a directory in the way, not a regular file).
+    public static let writeFailed = Self(rawValue: "E_WRITE")
 
     // Store and lifecycle
     /// No download record with that id.

@@ -11,7 +11,7 @@ package enum Durability {
     /// Syncs an open file handle.
     package static func sync(_ handle: FileHandle) throws {
         guard sync(handle.fileDescriptor) == 0 else {
-            throw CourierError(.fileWrite, "cannot force a file to stable storage: \(String(cString: strerror(errno)))")
+            throw FileErrors.error(errno, "force to stable storage", URL(fileURLWithPath: "a file"), .write)
         }
     }
 }

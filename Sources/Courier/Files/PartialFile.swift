@@ -13,43 +13,49 @@ import Foundation
 public final class PartialFile {
     /// The file's path.
     public let url: URL
-    private var fd: Int32
+    var fd: Int32
     /// The buffer bytes gather in; `spare` is the other one, written in the background.
-    private var current: StagingBuffer
-    private var spare: StagingBuffer
-    private var staging: UnsafeMutableRawBufferPointer { current.bytes }
+    var current: StagingBuffer
+    var spare: StagingBuffer
+    var staging: UnsafeMutableRawBufferPointer { current.bytes }
     /// The background write of a full buffer, and where it started (see ``appendPipelined(_:)``).
-    private var inFlight: Task<Bool, any Error>?
-    private var inFlightOffset: Int64 = 0
-    private var staged = 0
+    var inFlight: Task<Bool, any Error>?
+    var inFlightOffset: Int64 = 0
+    var staged = 0
     /// The offset at which the next flushed byte lands.
-    private var writeOffset: Int64
+    var writeOffset: Int64
     /// The bytes written to the file so far plus the staged ones.
     public private(set) var logicalLength: Int64
     /// A second descriptor with `O_DIRECT`, where the file system allows it: whole aligned
     /// blocks go to the disk without a copy into the page cache (the copy was most of a
     /// download's CPU in profiles), and leave nothing for the final fsync to write.
-    private var direct: Descriptor?
-    private var directFD: Int32 { direct?.fd ?? -1 }
+    var direct: Descriptor?
+    var directFD: Int32 { direct?.fd ?? -1 }
     /// Direct writes start and end on multiples of this.
     static let directAlignment = 4096
 
     /// Opens (creating it and its parent directories if needed) the partial file at `url`;
     /// writing goes on at its end.
     public convenience init(url: URL, bufferSize: Int = 1 << 20) throws {
+        try self.init(url: url, bufferSize: bufferSize, directIO: true)
+    }
+
+    /// As ``init(url:bufferSize:)``; `directIO: false` never opens the `O_DIRECT` descriptor
+    /// (``DownloaderConfiguration/usesDirectIO``).
+    convenience init(url: URL, bufferSize: Int, directIO: Bool) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         let (fd, size) = try Self.openRegular(url, flags: O_CREAT)
-        self.init(url: url, fd: fd, writingAt: size, bufferSize: bufferSize)
+        self.init(url: url, fd: fd, writingAt: size, bufferSize: bufferSize, directIO: directIO)
     }
 
     /// Opens an existing (preallocated) partial file to write one segment of it, from
     /// `offset` on: nothing is truncated, and bytes land at their own offsets.
     public convenience init(segmentOf url: URL, writingAt offset: Int64, bufferSize: Int = 1 << 20) throws {
         let (fd, _) = try Self.openRegular(url, flags: 0)
-        self.init(url: url, fd: fd, writingAt: offset, bufferSize: bufferSize)
+        self.init(url: url, fd: fd, writingAt: offset, bufferSize: bufferSize, directIO: true)
     }
 
-    private init(url: URL, fd: Int32, writingAt offset: Int64, bufferSize: Int) {
+    private init(url: URL, fd: Int32, writingAt offset: Int64, bufferSize: Int, directIO: Bool) {
         self.url = url
         self.fd = fd
         let size = (max(bufferSize, 64 << 10) + 4095) / 4096 * 4096
@@ -58,12 +64,12 @@ public final class PartialFile {
         self.writeOffset = offset
         self.unsyncedStart = offset
         self.logicalLength = offset
-        let directFD = Self.openDirect(url.path)
+        let directFD = directIO ? Self.openDirect(url.path) : -1
         self.direct = directFD >= 0 ? Descriptor(directFD) : nil
     }
 
     /// Opens a regular file for writing without following a symlink; returns it and its size.
-    private static func openRegular(_ url: URL, flags: Int32) throws -> (Int32, Int64) {
+    static func openRegular(_ url: URL, flags: Int32) throws -> (Int32, Int64) {
         let fd = open(url.path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | flags, 0o644)
         guard fd >= 0 else {
             let err = errno
@@ -75,39 +81,13 @@ public final class PartialFile {
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else {
             _ = closeDescriptor(fd)
-            throw CourierError(.fileWrite, "\(url.lastPathComponent) is not a regular file")
+            throw CourierError(.writeFailed, "\(url.lastPathComponent) is not a regular file")
         }
         return (fd, Int64(st.st_size))
     }
 
-    /// Creates (or reuses) the partial file at `url` with exactly `length` bytes reserved on
-    /// disk, for a segmented download: a full disk is found now, not half way.
-    public static func preallocate(_ url: URL, length: Int64) throws {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            let err = errno
-            if err == ELOOP { throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it") }
-            throw error(err, "open", url)
-        }
-        defer { _ = closeDescriptor(fd) }
-        guard ftruncate(fd, off_t(length)) == 0 else { throw error(errno, "size", url) }
-        #if canImport(Glibc)
-        let result = posix_fallocate(fd, 0, off_t(length))
-        if result != 0, result != EOPNOTSUPP, result != EINVAL { throw error(result, "reserve space for", url) }
-        #endif
-    }
-
     /// Bytes that reached the file (through ``flush()``): the offset the next flush writes at.
     public var flushedLength: Int64 { inFlight == nil ? writeOffset : inFlightOffset }
-
-    /// Forces a file's bytes to stable storage.
-    public static func sync(_ url: URL) throws {
-        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw error(errno, "open", url) }
-        defer { _ = closeDescriptor(fd) }
-        guard Durability.sync(fd) == 0 else { throw error(errno, "fsync", url) }
-    }
 
     deinit {
         // A background write nobody settled may still use the descriptor: leave it open
@@ -116,23 +96,20 @@ public final class PartialFile {
     }
 
     /// `O_DIRECT` is not in Swift's Glibc module; its value is per architecture.
-    private static func openDirect(_ path: String) -> Int32 {
-        var oDirect: Int32 = 0   // none elsewhere (Apple platforms have F_NOCACHE instead)
-        #if os(Linux) && arch(x86_64)
-        oDirect = 0o40000
-        #elseif os(Linux) && arch(arm64)
-        oDirect = 0o200000
-        #endif
-        guard oDirect != 0, ProcessInfo.processInfo.environment["COURIER_NO_DIRECT_IO"] == nil else { return -1 }
-        return open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | oDirect)
+    static func openDirect(_ path: String) -> Int32 {
+        guard directFlag != 0 else { return -1 }
+        return open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | directFlag)
     }
 
-    /// The length of the file on disk at `url` (0 when it does not exist).
-    public static func length(at url: URL) -> Int64 {
-        var st = stat()
-        guard lstat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return 0 }
-        return Int64(st.st_size)
-    }
+    private static let directFlag: Int32 = {
+        var flag: Int32 = 0   // none elsewhere (Apple platforms have F_NOCACHE instead)
+        #if os(Linux) && arch(x86_64)
+        flag = 0o40000
+        #elseif os(Linux) && arch(arm64)
+        flag = 0o200000
+        #endif
+        return flag
+    }()
 
     /// Cuts the file to `length` bytes (dropping staged bytes) and continues writing there.
     public func truncate(to length: Int64) throws {
@@ -209,13 +186,13 @@ public final class PartialFile {
         startWriteBehindIfDue()
     }
 
-    private static func launch(_ job: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) -> Task<Bool, any Error> {
+    static func launch(_ job: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) -> Task<Bool, any Error> {
         Task { try await Blocking.run { try writeWhole(job, length: length, at: offset, direct: direct, buffered: buffered, url: url) } }
     }
 
     /// A background write: the whole buffer at `offset`, directly when the file system
     /// takes it (returns true), else buffered (returns false).
-    private static func writeWhole(_ buffer: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) throws -> Bool {
+    static func writeWhole(_ buffer: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) throws -> Bool {
         var written = 0
         var useDirect = true
         while written < length {
@@ -231,7 +208,7 @@ public final class PartialFile {
     }
 
     /// Bytes written since the last write-behind request, and where they start.
-    private var unsyncedStart: Int64
+    var unsyncedStart: Int64
     /// How many written bytes make the kernel start writing them back (see `WriteBehind`).
     static let writeBehindChunk: Int64 = 16 << 20
 
@@ -251,7 +228,7 @@ public final class PartialFile {
         return writeOffset
     }
 
-    private func write(keepingUnalignedTail: Bool) throws {
+    func write(keepingUnalignedTail: Bool) throws {
         defer { startWriteBehindIfDue() }
         let align = Self.directAlignment
         do {
@@ -286,15 +263,15 @@ public final class PartialFile {
     }
 
     /// Drops `n` written bytes from the front of the staging buffer.
-    private func shiftStaging(by n: Int) {
+    func shiftStaging(by n: Int) {
         if staged > n { staging.baseAddress!.copyMemory(from: staging.baseAddress! + n, byteCount: staged - n) }
         staged -= n
     }
 
-    private struct DirectIORefused: Error {}
+    struct DirectIORefused: Error {}
 
     /// Writes the first `count` staged bytes at the write offset, advancing it.
-    private func pwriteAll(_ descriptor: Int32, count: Int) throws {
+    func pwriteAll(_ descriptor: Int32, count: Int) throws {
         var written = 0
         while written < count {
             let n = pwrite(descriptor, staging.baseAddress! + written, count - written, off_t(writeOffset))
@@ -309,7 +286,7 @@ public final class PartialFile {
         }
     }
 
-    private func startWriteBehindIfDue() {
+    func startWriteBehindIfDue() {
         if unsyncedStart > writeOffset { unsyncedStart = writeOffset }   // cut back by a failed write
         if writeOffset - unsyncedStart >= Self.writeBehindChunk {
             WriteBehind.start(fd: fd, offset: unsyncedStart, length: writeOffset - unsyncedStart)
@@ -337,39 +314,10 @@ public final class PartialFile {
         try flush()
     }
 
-    /// Moves a finished partial file to its final path atomically, creating the final
-    /// directory, replacing an older file there, and syncing the directory entry.
-    public static func finalize(partial: URL, to final: URL) throws {
-        let dir = final.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        } catch {
-            throw CourierError(.fileWrite, "cannot create the directory for \(final.lastPathComponent)", underlying: error)
-        }
-        var st = stat()
-        if lstat(final.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-            throw CourierError(.fileWrite, "the final path \(final.lastPathComponent) is a directory")
-        }
-        guard rename(partial.path, final.path) == 0 else { throw error(errno, "rename", final) }
-        let dfd = open(dir.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
-    }
-
-    /// Maps an errno to a Courier error: ENOSPC and EDQUOT are ``CourierError/Code/noSpace``.
-    static func error(_ err: Int32, _ operation: String, _ url: URL) -> CourierError {
-        let text = String(cString: strerror(err))
-        if err == ENOSPC || err == EDQUOT || err == EFBIG {
-            return CourierError(.noSpace, "no space left to \(operation) \(url.lastPathComponent): \(text)")
-        }
-        if err == ENOENT {
-            return CourierError(.fileNotFound, "cannot \(operation) \(url.lastPathComponent): \(text)")
-        }
-        return CourierError(.fileWrite, "cannot \(operation) \(url.lastPathComponent): \(text)")
-    }
 }
 
 /// `close(2)`, from where a method named `close` would shadow it.
-private func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
+func closeDescriptor(_ fd: Int32) -> Int32 { close(fd) }
 
 /// Staging memory that a background write may still be reading: freed with its last user.
 final class StagingBuffer: @unchecked Sendable { // written by one side at a time (PartialFile hands it over)

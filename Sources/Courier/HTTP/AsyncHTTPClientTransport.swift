@@ -12,8 +12,8 @@ import NIOSSL
 /// compress although asked not to.
 public final class AsyncHTTPClientTransport: HTTPTransport {
     private let client: HTTPClient
-    private let ownsClient: Bool
-    private let isShutDown = NIOLockedValueBox(false)
+    /// The client this transport made (and shuts down); `nil` for one it was given.
+    private let owned: OwnedHTTPClient?
 
     /// How server certificates are checked.
     public enum TLSTrust: Sendable, Equatable {
@@ -46,17 +46,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         )
         configuration.httpVersion = .http1Only
         configuration.connectionPool = .init(idleTimeout: .seconds(30))
-        // A refused connection fails the attempt at once (the engine's retry policy decides
-        // what next), instead of being retried inside the client until the connect timeout.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        self.ownsClient = true
+        let owned = OwnedHTTPClient(configuration: configuration)
+        self.owned = owned
+        self.client = owned.client
     }
 
     /// Uses an existing client. It must be configured not to follow redirects.
     public init(client: HTTPClient) {
         self.client = client
-        self.ownsClient = false
+        self.owned = nil
     }
 
     /// Sends the request; maps AsyncHTTPClient's errors to ``CourierError``.
@@ -72,19 +70,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
-    /// Shuts the client down when this transport made it.
+    /// Shuts the client down when this transport made it (a dropped transport still
+    /// releases it, without waiting).
     public func shutdown() async throws {
-        guard ownsClient, isShutDown.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
-        try await client.shutdown()
-    }
-
-    /// A transport dropped without ``shutdown()`` (an app that never calls
-    /// ``Downloader/shutdown()``) still releases its client, without blocking, instead of
-    /// tripping AsyncHTTPClient's debug-build precondition.
-    deinit {
-        if ownsClient, isShutDown.withLockedValue({ !$0 }) {
-            client.shutdown(queue: .global()) { _ in }
-        }
+        try await owned?.shutdown()
     }
 
     /// Any error of AsyncHTTPClient, SwiftNIO or NIOSSL as a ``CourierError`` (or a

@@ -63,7 +63,7 @@ public struct TransportBody: AsyncSequence, Sendable {
     public func drain(limit: Int = 64 << 10) async {
         var seen = 0
         var it = makeAsyncIterator()
-        while seen < limit, let buffer = try? await it.next() { seen += buffer.readableBytes }
+        while seen < limit, let buffer = try? await it.next() { seen += buffer.readableBytes }   // draining a body nobody reads: a broken one just ends the drain
     }
 }
 

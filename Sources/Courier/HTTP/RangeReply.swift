@@ -26,7 +26,7 @@ public enum RangeReply: Equatable, Sendable {
         switch status {
         case 206:
             if ResponseDisposition.isCompressed(headers) { return .restart(reason: "a compressed range reply") }
-            guard let raw = headers.first(name: "Content-Range"), let range = try? ContentRange(parsing: raw),
+            guard let raw = headers.first(name: "Content-Range"), let range = try? ContentRange(parsing: raw),   // unparsable: the else branch restarts
                   case let .satisfied(gotFirst, gotLast, complete) = range else {
                 return .restart(reason: "a range reply without a usable Content-Range")
             }
@@ -64,7 +64,7 @@ public enum RangeReply: Equatable, Sendable {
         switch validator {
         case let .strongETag(ours):
             guard let etag else { return true }
-            guard let theirs = try? EntityTag(parsing: etag) else { return false }
+            guard let theirs = try? EntityTag(parsing: etag) else { return false }   // unparsable: not the same file
             return ours.strongMatches(theirs)
         case let .lastModified(ours):
             guard let lastModified else { return true }

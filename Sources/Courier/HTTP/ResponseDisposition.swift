@@ -69,7 +69,7 @@ public enum ResponseDisposition: Equatable, Sendable {
             guard let rawRange = headers.first(name: "Content-Range") else {
                 return .restart(reason: "206 without Content-Range")
             }
-            guard let range = try? ContentRange(parsing: rawRange), case let .satisfied(first, last, complete) = range else {
+            guard let range = try? ContentRange(parsing: rawRange), case let .satisfied(first, last, complete) = range else {   // unparsable: the else branch says what that means
                 return .restart(reason: "206 with a malformed Content-Range")
             }
             if let contentLength, contentLength != last - first + 1 {
@@ -99,7 +99,7 @@ public enum ResponseDisposition: Equatable, Sendable {
             return .notModified
 
         case 416:
-            if let raw = headers.first(name: "Content-Range"), let range = try? ContentRange(parsing: raw),
+            if let raw = headers.first(name: "Content-Range"), let range = try? ContentRange(parsing: raw),   // unparsable: treated as absent
                case let .unsatisfied(complete) = range, plan.offset > 0, complete == plan.offset,
                plan.knownTotal == nil || plan.knownTotal == complete {
                 return .alreadyComplete(totalBytes: complete)
@@ -148,7 +148,7 @@ public enum ResponseDisposition: Equatable, Sendable {
         switch plan.validator {
         case let .strongETag(ours):
             guard let etag else { return false }
-            guard let theirs = try? EntityTag(parsing: etag) else { return true }
+            guard let theirs = try? EntityTag(parsing: etag) else { return true }   // unparsable: treated as a change
             return !ours.strongMatches(theirs)
         case let .lastModified(ours):
             guard let lastModified else { return false }
@@ -169,7 +169,7 @@ public enum ResponseDisposition: Equatable, Sendable {
     }
 
     private static func retryAfter(_ headers: HTTPHeaders, now: Date) -> TimeInterval? {
-        headers.first(name: "Retry-After").flatMap { try? RetryAfter.parse($0, now: now) }
+        headers.first(name: "Retry-After").flatMap { try? RetryAfter.parse($0, now: now) }   // an unparsable Retry-After is absent: the backoff applies
     }
 
     static func reasonPhrase(_ status: Int) -> String {

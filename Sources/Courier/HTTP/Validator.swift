@@ -12,7 +12,7 @@ public enum Validator: Equatable, Sendable {
     /// Chooses the validator from stored response headers: a strong ETag, else a
     /// Last-Modified that parses as an HTTP date, else none.
     public static func choose(etag: String?, lastModified: String?) -> Validator? {
-        if let etag, let tag = try? EntityTag(parsing: etag), !tag.isWeak {
+        if let etag, let tag = try? EntityTag(parsing: etag), !tag.isWeak {   // an ETag that does not parse is no validator
             return .strongETag(tag)
         }
         if let lastModified, HTTPDate.parse(lastModified) != nil {

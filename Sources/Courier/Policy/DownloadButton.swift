@@ -37,12 +37,11 @@ public struct DownloadButton: Sendable {
     public static let defaultOpen: @Sendable (URL) throws -> Void = { url in
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            let err = errno
-            throw CourierError(err == ENOENT ? .fileNotFound : .fileRead, "cannot open \(url.lastPathComponent): \(String(cString: strerror(err)))")
+            throw FileErrors.error(errno, "open", url, .read)
         }
         defer { close(fd) }
         var byte: UInt8 = 0
-        guard read(fd, &byte, 1) >= 0 else { throw CourierError(.fileRead, "cannot read \(url.lastPathComponent): \(String(cString: strerror(errno)))") }
+        guard read(fd, &byte, 1) >= 0 else { throw FileErrors.error(errno, "read", url, .read) }
     }
 
     /// What the UI calls when DOWNLOAD is pressed.
@@ -63,7 +62,7 @@ public struct DownloadButton: Sendable {
             } catch let error as CourierError {
                 return .error(error)                                              // rule 3
             } catch {
-                return .error(CourierError(.fileRead, "\(file.lastPathComponent) does not open", underlying: error))
+                return .error(CourierError(.readFailed, "\(file.lastPathComponent) does not open", underlying: error))
             }
         case .queued, .downloading:
             return .inProgress(record)                                            // rule 4
@@ -94,7 +93,7 @@ public struct DownloadButton: Sendable {
         guard lstat(file.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
         if let total = record.totalBytes, Int64(st.st_size) != total { return false }
         if verifyChecksumOnOpen, let expected = record.expectedSHA256 {
-            return (try? DownloadRun.sha256(of: file, length: Int64(st.st_size))) == expected
+            return (try? DownloadRun.sha256(of: file, length: Int64(st.st_size))) == expected   // a file that cannot be read is not the expected file
         }
         return true
     }

@@ -43,7 +43,9 @@ public struct CourierDatabase: Sendable {
 
     /// An in-memory database, for tests and previews.
     public static func inMemory() throws -> CourierDatabase {
-        try CourierDatabase(writer: DatabaseQueue())
+        do { return try CourierDatabase(writer: DatabaseQueue()) } catch let e as CourierError { throw e } catch {
+            throw CourierError(.database, "cannot open an in-memory database", underlying: error)
+        }
     }
 
     static var migrator: DatabaseMigrator {
@@ -111,16 +113,12 @@ public struct CourierDatabase: Sendable {
 extension CourierDatabase {
     /// Runs a write, mapping database errors to ``CourierError/Code/database``.
     func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        do { return try await writer.write(body) } catch let e as CourierError { throw e } catch {
-            throw CourierError(.database, "database write failed", underlying: error)
-        }
+        try await MappedWriter(writer).write(body)
     }
 
     /// Runs a read, mapping database errors to ``CourierError/Code/database``.
     func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        do { return try await writer.read(body) } catch let e as CourierError { throw e } catch {
-            throw CourierError(.database, "database read failed", underlying: error)
-        }
+        try await MappedWriter(writer).read(body)
     }
 
     /// The record with this id.
@@ -207,10 +205,7 @@ extension CourierDatabase {
             arguments += StatementArguments(states.map(\.rawValue))
             arguments += StatementArguments(skip)
             try db.execute(sql: """
-                UPDATE \(table) SET state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
-                    attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
-                    lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
-                    lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
+                UPDATE \(table) SET \(DownloadRecord.requeueAssignments)
                 WHERE state IN (\(stateList))\(skipList)
                 """, arguments: arguments)
             if !wantIDs {

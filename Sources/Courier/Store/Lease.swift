@@ -7,41 +7,57 @@ import Foundation
 /// runs (``DownloaderConfiguration/leaseDuration``). Another process (or another
 /// ``Downloader`` on the same database) does not start, resume or re-queue a record whose
 /// lease is live. A lease is stale, and may be taken over, once it has expired, or at once
-/// when its owner was a process on this host that no longer exists (a SIGKILLed
-/// `courier get` does not hold its downloads for the lease's duration).
+/// when its owner was a process of this host that is certainly not running any more: gone,
+/// a zombie, or its pid now another process's (a SIGKILLed `courier get` does not hold its
+/// downloads for the lease's duration).
 public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
-    /// `host:pid:nonce`; the nonce tells two downloaders of one process apart.
+    /// `host:pid:nonce:start`; the nonce tells two downloaders of one process apart, the
+    /// start time (when the system tells it) a reused pid from the owner. Older ids have no
+    /// start part.
     public let id: String
+    /// How this owner tells whether another owner's process is alive.
+    public let liveness: ProcessLiveness
+
+    /// An owner with a given id, judging others by `liveness`.
+    public init(id: String, liveness: ProcessLiveness = .system) {
+        self.id = id
+        self.liveness = liveness
+    }
 
     /// A fresh owner id for this process.
-    public static func make() -> LeaseOwner {
+    public static func make(liveness: ProcessLiveness = .system) -> LeaseOwner {
         let nonce = UUID().uuidString.prefix(8).lowercased()
-        return LeaseOwner(id: "\(hostName()):\(getpid()):\(nonce)")
+        let pid = getpid()
+        let start = liveness.startTime(pid).map { ":\($0)" } ?? ""
+        return LeaseOwner(id: "\(liveness.hostName):\(pid):\(nonce)\(start)", liveness: liveness)
     }
 
     public var description: String { id }
+
+    public static func == (a: LeaseOwner, b: LeaseOwner) -> Bool { a.id == b.id }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
     /// Whether `record`'s lease is held by someone else and still in force at `now`.
     public func isBlocked(by record: DownloadRecord, now: Date = Date()) -> Bool {
         guard let owner = record.leaseOwner, owner != id,
               let expiry = record.leaseExpiresAt, expiry > now else { return false }
-        return Self.ownerMayBeAlive(owner)
+        return mayBeAlive(owner)
     }
 
-    /// False only when the owner is certainly gone: a process of this host whose pid no
-    /// longer exists. Another host's owner, or a live pid, counts as alive until expiry.
-    static func ownerMayBeAlive(_ owner: String) -> Bool {
-        let parts = owner.split(separator: ":")
-        guard parts.count >= 3, String(parts[0]) == hostName(), let pid = Int32(parts[1]), pid > 0 else { return true }
-        if kill(pid, 0) == 0 { return true }
-        return errno != ESRCH
+    /// False only when the owner is certainly not running: a process of this host that is
+    /// gone, a zombie, or whose pid now belongs to a process started at another time.
+    /// Another host's owner, or anything that cannot be told, counts as alive until expiry.
+    func mayBeAlive(_ owner: String) -> Bool {
+        let parts = owner.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count >= 3, String(parts[0]) == liveness.hostName, let pid = Int32(parts[1]), pid > 0 else { return true }
+        switch liveness.state(pid) {
+        case .gone, .zombie: return false
+        case .running, .unknown:
+            if parts.count >= 4, let recorded = UInt64(parts[3]), let current = liveness.startTime(pid), current != recorded {
+                return false
+            }
+            return true
+        }
     }
 
-    static func hostName() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
-        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        let name = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: ":", with: "_")
-        return name.isEmpty ? "localhost" : name
-    }
 }

@@ -10,17 +10,21 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage {
     /// The base URL, without a trailing slash.
     public let baseURL: String
     private let headers: [(name: String, value: String)]
-    private let client: HTTPClient
+    private let owned: OwnedHTTPClient
+    private var client: HTTPClient { owned.client }
 
     /// Makes an adapter; `headers` (auth) go with every request and are never persisted.
     public init(baseURL: String, headers: [(name: String, value: String)] = []) throws {
-        _ = try URLPolicy.validate(baseURL)
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.baseURL = try OwnedHTTPClient.baseURL(baseURL)
         self.headers = headers
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .follow(max: 5, allowCycles: false)))
+        self.owned = .forService()
     }
 
-    deinit { client.shutdown(queue: .global()) { _ in } }
+    /// Releases the HTTP client, awaited; call it before dropping the adapter (a dropped
+    /// one still releases it, without waiting).
+    public func shutdown() async throws {
+        try await owned.shutdown()
+    }
 
     func url(for attachment: Attachment) throws -> String {
         let name = try SafePath.validateRelative(attachment.filename)
@@ -39,21 +43,21 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage {
         var r = request(.PUT, try url(for: attachment))
         if let type = attachment.mediaType { r.headers.add(name: "Content-Type", value: type) }
         r.body = FileChunks(url: file, offset: 0, length: try FileChunks.size(of: file)).body
-        let response = try await client.execute(r, timeout: .seconds(300))
+        let response = try await HTTPCalls.execute(client, r, timeout: .seconds(300))
         let text = try await HTTPCalls.text(response)
         guard (200..<300).contains(response.status.code) else { throw HTTPCalls.failure("upload of \(attachment.filename)", response, text) }
     }
 
     /// GETs the file into `destination` (the queue uses the resumable engine instead).
     public func download(_ attachment: Attachment, to destination: URL) async throws {
-        let response = try await client.execute(request(.GET, try url(for: attachment)), timeout: .seconds(300))
+        let response = try await HTTPCalls.execute(client, request(.GET, try url(for: attachment)), timeout: .seconds(300))
         guard response.status == .ok else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
         try await HTTPCalls.save(response, to: destination)
     }
 
     /// DELETEs the file; 404 counts as done.
     public func delete(_ attachment: Attachment) async throws {
-        let response = try await client.execute(request(.DELETE, try url(for: attachment)), timeout: .seconds(60))
+        let response = try await HTTPCalls.execute(client, request(.DELETE, try url(for: attachment)), timeout: .seconds(60))
         let text = try await HTTPCalls.text(response)
         guard (200..<300).contains(response.status.code) || response.status == .notFound else {
             throw HTTPCalls.failure("delete of \(attachment.filename)", response, text)

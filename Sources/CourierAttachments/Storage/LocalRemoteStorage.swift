@@ -45,26 +45,19 @@ enum FileCopy {
     /// Copies in 1 MiB pieces to a temporary file beside the target, syncs, renames.
     static func atomicCopy(from source: URL, to target: URL) throws {
         try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let temp = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString).tmp")
+        guard let input = FileHandle(forReadingAtPath: source.path) else {
+            throw CourierError(.fileNotFound, "cannot read \(source.lastPathComponent)")
+        }
+        defer { try? input.close() }   // a read-only handle: nothing to lose on close
+        let write = try AtomicWrite(replacing: target)
         do {
-            guard let input = FileHandle(forReadingAtPath: source.path) else {
-                throw CourierError(.fileNotFound, "cannot read \(source.lastPathComponent)")
-            }
-            defer { try? input.close() }
-            guard FileManager.default.createFile(atPath: temp.path, contents: nil), let output = FileHandle(forWritingAtPath: temp.path) else {
-                throw CourierError(.fileWrite, "cannot create \(temp.lastPathComponent)")
-            }
-            defer { try? output.close() }
             while let chunk = try input.read(upToCount: 1 << 20), !chunk.isEmpty {
-                try output.write(contentsOf: chunk)
+                try write.handle.write(contentsOf: chunk)
             }
-            try Durability.sync(output)
-            guard rename(temp.path, target.path) == 0 else {
-                throw CourierError(.fileWrite, "cannot move \(target.lastPathComponent) into place: \(String(cString: strerror(errno)))")
-            }
+            try write.commit()
         } catch {
-            unlink(temp.path)
-            throw error
+            write.abandon()
+            throw FileErrors.error(error, "copy to", target, .write)
         }
     }
 }

@@ -9,6 +9,14 @@ public protocol RemoteStorage: Sendable {
     func download(_ attachment: Attachment, to destination: URL) async throws
     /// Deletes the attachment remotely. Deleting one that is not there succeeds.
     func delete(_ attachment: Attachment) async throws
+    /// Releases what the adapter holds (its HTTP client), awaited. The app that made the
+    /// adapter calls it once nothing uses it any more; the default does nothing.
+    func shutdown() async throws
+}
+
+extension RemoteStorage {
+    /// Nothing to release.
+    public func shutdown() async throws {}
 }
 
 /// A remote storage whose downloads are plain HTTP(S) GETs, so the queue fetches them

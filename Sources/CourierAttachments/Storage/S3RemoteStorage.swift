@@ -71,17 +71,22 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
     /// The configuration.
     public let configuration: S3Configuration
     private let signer: SigV4Signer
-    private let client: HTTPClient
+    private let owned: OwnedHTTPClient
+    private var client: HTTPClient { owned.client }
 
     /// Makes an adapter.
     public init(configuration: S3Configuration) {
         self.configuration = configuration
         self.signer = SigV4Signer(accessKeyID: configuration.accessKeyID, secretAccessKey: configuration.secretAccessKey,
                                   sessionToken: configuration.sessionToken, region: configuration.region)
-        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        self.owned = OwnedHTTPClient(configuration: .init(redirectConfiguration: .disallow))
     }
 
-    deinit { client.shutdown(queue: .global()) { _ in } }
+    /// Releases the HTTP client, awaited; call it before dropping the adapter (a dropped
+    /// one still releases it, without waiting).
+    public func shutdown() async throws {
+        try await owned.shutdown()
+    }
 
     /// The object URL of a key (path-style or virtual-host), with an optional query.
     func objectURL(key: String, query: String? = nil) -> URL {
@@ -109,7 +114,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
         r.method = method
         for (k, v) in signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash) { r.headers.add(name: k, value: v) }
         r.body = body
-        return try await client.execute(r, timeout: timeout)
+        return try await HTTPCalls.execute(client, r, timeout: timeout)
     }
 
     /// Creates the bucket if it does not exist (for tests and first runs).
@@ -169,7 +174,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
             let xml = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
             let body = Data(xml.utf8)
             let complete = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
-                                          headers: [("Content-Length", String(body.count))], payloadHash: SigV4Signer.hex(SHA256Hash.of(body)),
+                                          headers: [("Content-Length", String(body.count))], payloadHash: SHA256Hex.hex(SHA256Hash.of(body)),
                                           body: .bytes(ByteBuffer(bytes: body)))
             let completeText = try await HTTPCalls.text(complete)
             // S3 can answer 200 with an <Error> body.
@@ -177,7 +182,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
                 throw HTTPCalls.failure("completing the multipart upload of \(key)", complete, completeText)
             }
         } catch {
-            _ = try? await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"))
+            _ = try? await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"))   // best effort: the upload already failed with its own error; S3 expires the parts
             throw error
         }
     }
@@ -201,7 +206,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
     /// The object's ETag (a multipart object's ends in `-<parts>`), or `nil` when it is absent.
     public func objectETag(for attachment: Attachment) async throws -> String? {
         let response = try await send(.HEAD, objectURL(key: try key(for: attachment)))
-        _ = try? await HTTPCalls.text(response)
+        _ = try? await HTTPCalls.text(response)   // the body only enriches the message; the status already failed
         return response.status == .ok ? response.headers.first(name: "ETag") : nil
     }
 

@@ -1,3 +1,4 @@
+import Courier
 import Crypto
 import Foundation
 
@@ -69,12 +70,12 @@ public struct SigV4Signer: Sendable {
     // MARK: Steps
 
     private func signature(canonicalRequest: String, amzDate: String, day: String, scope: String) -> String {
-        let stringToSign = ["AWS4-HMAC-SHA256", amzDate, scope, Self.hex(SHA256.hash(data: Data(canonicalRequest.utf8)))].joined(separator: "\n")
+        let stringToSign = ["AWS4-HMAC-SHA256", amzDate, scope, SHA256Hex.hex(SHA256.hash(data: Data(canonicalRequest.utf8)))].joined(separator: "\n")
         var key = SymmetricKey(data: Data("AWS4\(secretAccessKey)".utf8))
         for part in [day, region, service, "aws4_request"] {
             key = SymmetricKey(data: Data(HMAC<SHA256>.authenticationCode(for: Data(part.utf8), using: key)))
         }
-        return Self.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
+        return SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
     }
 
     static func timestamps(_ date: Date) -> (String, String) {
@@ -147,7 +148,4 @@ public struct SigV4Signer: Sendable {
 
     private static func isUnreserved(_ byte: UInt8) -> Bool { unreserved.contains(byte) }
 
-    static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-        digest.map { String(format: "%02x", $0) }.joined()
-    }
 }

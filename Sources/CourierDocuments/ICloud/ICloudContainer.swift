@@ -72,7 +72,7 @@ public final class ICloudContainer: DocumentContainer {
             let chunkBody = body
             try await coordinated(path, writing: false) { url in
                 let handle = try FileHandle(forReadingFrom: url)
-                defer { try? handle.close() }
+                defer { try? handle.close() }   // a read-only handle, or one already flushed: closing loses nothing
                 while let chunk = try handle.read(upToCount: max(1, chunkSize)), !chunk.isEmpty {
                     try Task.checkCancellation()
                     try await chunkBody(chunk)

@@ -26,7 +26,7 @@ struct LibraryFolder: Sendable {
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         } catch {
-            throw CourierError(.fileWrite, "cannot create the library folder \(url.lastPathComponent)", underlying: error)
+            throw FileErrors.error(error, "create the library folder", url, .write)
         }
         return applyProtection()
     }
@@ -37,7 +37,7 @@ struct LibraryFolder: Sendable {
             try protection.protect(url)
             return nil
         } catch {
-            return CourierError(.fileWrite, "could not exclude \(url.lastPathComponent) from backups or protect it: \(error.localizedDescription)", underlying: error)
+            return CourierError(.writeFailed, "could not exclude \(url.lastPathComponent) from backups or protect it: \(error.localizedDescription)", underlying: error)
         }
     }
 }

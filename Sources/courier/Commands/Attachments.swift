@@ -96,6 +96,7 @@ struct Attachments: AsyncParsableCommand {
                     Terminal.out(saved.id)
                 }
                 await queue.stopSync()
+                try await queue.remoteStorage.shutdown()
             } catch let error as CourierError { throw failure(error) }
         }
     }
@@ -110,6 +111,7 @@ struct Attachments: AsyncParsableCommand {
                 let (_, queue) = try options.open()
                 try await queue.deleteFile(id: id)
                 await queue.stopSync()
+                try await queue.remoteStorage.shutdown()
                 Terminal.out("Queued the delete of \(id).")
             } catch let error as CourierError { throw failure(error) }
         }
@@ -127,6 +129,7 @@ struct Attachments: AsyncParsableCommand {
                 try await queue.startSync()
                 await queue.sync()
                 await queue.stopSync()
+                try await queue.remoteStorage.shutdown()
                 let all = try await queue.attachments()
                 var counts: [AttachmentState: Int] = [:]
                 for a in all { counts[a.state, default: 0] += 1 }
@@ -157,6 +160,7 @@ struct Attachments: AsyncParsableCommand {
                          mediaType: a.mediaType, localPath: queue.localURL(for: a)?.path)
                 }
                 await queue.stopSync()
+                try await queue.remoteStorage.shutdown()
                 if json { return try printJSON(views) }
                 for v in views { Terminal.out("\(v.id)  \(v.state.padding(toLength: 15, withPad: " ", startingAt: 0))  \(v.size.map(Format.bytes) ?? "-")  \(v.filename)") }
             } catch let error as CourierError { throw failure(error, json: json) }

@@ -30,7 +30,7 @@ struct Demo: AsyncParsableCommand {
         let served = base.appendingPathComponent("served"), root = base.appendingPathComponent("downloads")
         try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        defer { if dir == nil { try? FileManager.default.removeItem(at: base) } }
+        defer { if dir == nil { try? FileManager.default.removeItem(at: base) } }   // a temporary folder: leaving it behind harms nothing
 
         let size = Int64(sizeMib) << 20
         Terminal.out("1. Generating a \(Format.bytes(size)) file to serve…")
@@ -76,8 +76,8 @@ struct Demo: AsyncParsableCommand {
         for await event in second.events(for: "demo") {
             switch event {
             case let .progress(p): bar2.show(p)
-            case let .completed(r): outcome = r
-            case let .failed(_, e): failed = e
+            case let .ended(_, end):
+                do { outcome = try end.completedRecord(id: "demo") } catch { failed = error as? CourierError ?? CourierError(.unexpected, "\(error)") }
             default: break
             }
         }
@@ -104,7 +104,7 @@ struct Demo: AsyncParsableCommand {
     static func generate(_ url: URL, size: Int64) throws -> String {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
-        defer { try? handle.close() }
+        defer { try? handle.close() }   // a read-only handle: nothing to lose on close
         var state: UInt64 = 0x2545_F491_4F6C_DD1D
         var block = [UInt64](repeating: 0, count: 1 << 17)   // 1 MiB
         for i in block.indices {
@@ -123,14 +123,14 @@ struct Demo: AsyncParsableCommand {
             try handle.write(contentsOf: data)
             written += Int64(n)
         }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return SHA256Hex.hex(hasher.finalize())
     }
 
     static func sha256(of url: URL) throws -> String {
         let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
+        defer { try? handle.close() }   // a read-only handle: nothing to lose on close
         var hasher = SHA256()
         while let data = try handle.read(upToCount: 4 << 20), !data.isEmpty { hasher.update(data: data) }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        return SHA256Hex.hex(hasher.finalize())
     }
 }

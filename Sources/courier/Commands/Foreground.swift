@@ -15,7 +15,7 @@ struct Foreground {
     func watch(_ ids: [String], labels: [String: String] = [:], note: @escaping @Sendable (DownloadRecord) -> String? = { _ in nil }) async -> Int32 {
         Interrupts.shared.install()
         let downloader = self.downloader
-        Interrupts.shared.onInterrupt { Task { for id in ids { try? await downloader.pause(id: id) } } }
+        Interrupts.shared.onInterrupt { Task { for id in ids { try? await downloader.pause(id: id) } } }   // a download that ended meanwhile needs no pause; its final event says so
 
         var worst = ExitCodes.success
         await withTaskGroup(of: Int32.self) { group in
@@ -32,7 +32,7 @@ struct Foreground {
 
     private func watchOne(_ id: String, label given: String?, note: @Sendable (DownloadRecord) -> String?) async -> Int32 {
         var label = given ?? id
-        if given == nil, let record = try? await downloader.record(id: id) { label = Self.label(for: record) }
+        if given == nil, let record = try? await downloader.record(id: id) { label = Self.label(for: record) }   // a label only: the id serves when the record cannot be read
         var renderer = ProgressRenderer(label: label)
         var lastProgress: DownloadProgress?
         for await event in downloader.events(for: id) {
@@ -43,24 +43,20 @@ struct Foreground {
             case let .retrying(_, attempt, limit, error, delay):
                 // Always shown, even with -q: a retry is not progress, it is news.
                 renderer.note("courier: \(label): \(error.code.rawValue): \(error.message); retry \(attempt) of \(limit - 1) in \(Format.duration(delay.seconds))")
-            case let .completed(record):
+            case let .ended(_, .completed(record)):
                 if !quiet, let p = lastProgress { renderer.show(DownloadProgress(id: id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes, bytesPerSecond: p.bytesPerSecond, secondsRemaining: 0), force: true) }
                 renderer.finish()
                 let verified = record.expectedSHA256 != nil ? ", SHA-256 verified" : ""
                 let extra = note(record).map { ", " + $0 } ?? ""
                 Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived))\(verified)\(extra))")
                 return ExitCodes.success
-            case let .failed(_, error):
+            case let .ended(_, .failed(error)), let .ended(_, .leftToAnotherProcess(error)):
                 renderer.finish()
                 Terminal.error("courier: \(label): \(error.code.rawValue): \(error.message)")
                 return ExitCodes.code(for: error.code)
-            case let .stateChanged(_, _, error?) where error.code == .leased:
+            case let .ended(_, .paused(error)):
                 renderer.finish()
-                Terminal.error("courier: \(label): \(error.code.rawValue): \(error.message)")
-                return ExitCodes.code(for: error.code)
-            case let .stateChanged(_, .paused, error):
-                renderer.finish()
-                let record = try? await downloader.record(id: id)
+                let record = try? await downloader.record(id: id)   // for the message only: it says less when the record cannot be read
                 // The partial file's real length: the record may lag it by a second.
                 let kept = record.map { PartialFile.length(at: URL(fileURLWithPath: "/" + $0.partialPath)) } ?? 0
                 let held = "\(Format.bytes(kept))\(record?.totalBytes.map { " of " + Format.bytes($0) } ?? "")"
@@ -72,11 +68,14 @@ struct Foreground {
                     : "Run the same command again, or `courier resume \(id)`, to continue."
                 Terminal.error("Paused \(label) at \(held). \(how)")
                 return error.map { ExitCodes.code(for: $0.code) } ?? ExitCodes.interrupted
-            case .cancelled:
+            case .ended(_, .cancelled):
                 renderer.finish()
                 Terminal.error("courier: \(label) was cancelled")
                 return ExitCodes.interrupted
-            default:
+            case .ended(_, .shutDown):
+                renderer.finish()
+                return Interrupts.shared.isSet ? ExitCodes.interrupted : ExitCodes.failure
+            case .stateChanged:
                 continue
             }
         }

@@ -162,7 +162,7 @@ struct Get: AsyncParsableCommand {
             }
         } else if directory != nil {
             do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
-                throw CourierError(.fileWrite, "cannot make the directory \(folder.path)", underlying: error)
+                throw FileErrors.error(error, "make the directory", folder, .write)
             }
         }
         var name = SafePath.sanitizedFileName(URL(string: url)?.lastPathComponent ?? "", fallback: "index.html")
@@ -174,13 +174,13 @@ struct Get: AsyncParsableCommand {
     }
 
     /// Asks the server (HEAD) for a Content-Disposition file name, sanitized. Ctrl-C ends it.
-    static func contentDispositionName(_ url: String, headers: [(name: String, value: String)], transport: AsyncHTTPClientTransport) async -> String? {
-        defer { Task { try? await transport.shutdown() } }
+    static func contentDispositionName(_ url: String, headers: [(name: String, value: String)], transport: any HTTPTransport) async -> String? {
+        defer { Task { try? await transport.shutdown() } }   // the probe is over: nothing waits for its client
         let ask = Task { () -> String? in
-            guard let response = try? await transport.send(TransportRequest(url: url, method: "HEAD", headers: [("Accept-Encoding", "identity")] + headers)) else { return nil }
+            guard let response = try? await transport.send(TransportRequest(url: url, method: "HEAD", headers: [("Accept-Encoding", "identity")] + headers)) else { return nil }   // the HEAD only suggests a name: the download itself reports errors
             await response.body.drain()
             guard (200..<300).contains(response.status), let header = response.headers.first(name: "Content-Disposition"),
-                  let name = try? ContentDisposition(parsing: header).fileName else { return nil }
+                  let name = try? ContentDisposition(parsing: header).fileName else { return nil }   // an unparsable header suggests no name
             return SafePath.sanitizedFileName(name)
         }
         Interrupts.shared.onInterrupt { ask.cancel() }
@@ -200,6 +200,6 @@ struct Get: AsyncParsableCommand {
 
     /// The same output path gives the same id, so running the command again resumes.
     static func defaultID(for path: String) -> String {
-        "get-" + SHA256.hash(data: Data(path.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        SHA256Hex.shortID("get-", of: path, bytes: 8)
     }
 }

@@ -83,17 +83,12 @@ struct BatchWatch {
         let downloader = self.downloader
         interrupted.install()
         interrupted.onInterrupt { Task { await downloader.shutdown() } }
-        // A download another process claimed between our queueing and our turn sends no
-        // event here: once the engine has nothing left to run, the rest is left to others.
-        let idleWatch = Task {
-            var idleTicks = 0
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(500))
-                idleTicks = await downloader.isIdle ? idleTicks + 1 : 0
-                if idleTicks >= 2 { await downloader.shutdown(); return }
-            }
-        }
-        defer { idleWatch.cancel() }
+        // Every download that runs here ends with exactly one final event (one another
+        // process claimed before its turn included: `.leftToAnotherProcess`). Work queued by
+        // count (`resume --all`) may also be claimed by another process before this one
+        // reads it: it never runs here, so once the engine is idle the rest is left to others.
+        let idleWatch = pending.isCounted ? Task { await downloader.waitUntilIdle(); await downloader.shutdown() } : nil
+        defer { idleWatch?.cancel() }
 
         // Bytes of the downloads under way, and of those that ended: the summary costs the
         // running few, not every download seen.
@@ -113,24 +108,24 @@ struct BatchWatch {
                 switch event {
                 case let .progress(p):
                     bytes[p.id] = p.bytesReceived
-                case let .completed(record):
+                case let .ended(_, .completed(record)):
                     guard pending.remove(record.id) else { break }
                     done += 1
                     bytes[record.id] = nil
                     endedBytes += record.bytesReceived
                     summary.clear()
                     Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived))\(record.expectedSHA256 != nil ? ", SHA-256 verified" : ""))")
-                case let .failed(id, error):
+                case let .ended(id, .failed(error)):
                     guard pending.contains(id) else { break }
                     summary.clear()
                     await fail(id, error, paused: false)
-                case let .stateChanged(id, _, error?) where error.code == .leased:
+                case .ended(let id, .leftToAnotherProcess):
                     guard pending.remove(id) else { break }
                     bytes[id] = nil
                     elsewhere += 1
                     summary.clear()
                     Terminal.error("courier: \(await label(id)): running in another process; left to it")
-                case let .stateChanged(id, .paused, error):
+                case let .ended(id, .paused(error)):
                     guard pending.contains(id) else { break }
                     summary.clear()
                     await fail(id, error ?? CourierError(.paused, "paused"), paused: true)
@@ -138,11 +133,11 @@ struct BatchWatch {
                     guard pending.contains(id) else { break }
                     summary.clear()
                     Terminal.error("courier: \(await label(id)): \(error.code.rawValue): \(error.message); retry \(attempt) of \(limit - 1) in \(Format.duration(delay.seconds))")
-                case let .cancelled(id):
+                case .ended(let id, .cancelled):
                     guard pending.remove(id) else { break }
                     bytes[id] = nil
                     failed += 1
-                default:
+                case .ended(_, .shutDown), .stateChanged:
                     break
                 }
                 if !quiet { summary.show(done: done, failed: failed, bytes: endedBytes + bytes.values.reduce(0, +)) }
@@ -163,7 +158,7 @@ struct BatchWatch {
 extension BatchWatch {
     /// A download as people know it: its file's name (the id when the record is gone).
     func label(_ id: String) async -> String {
-        guard let record = try? await downloader.record(id: id) else { return id }
+        guard let record = try? await downloader.record(id: id) else { return id }   // a label only: the id serves when the record cannot be read
         return Foreground.label(for: record)
     }
 }
@@ -179,6 +174,8 @@ struct PendingDownloads {
     init(count: Int) { ids = nil; self.count = count }
 
     var isEmpty: Bool { count <= 0 }
+    /// Counted, not listed: the ids are not known.
+    var isCounted: Bool { ids == nil }
     func contains(_ id: String) -> Bool { ids?.contains(id) ?? true }
 
     /// Counts `id` as ended; false when it was not pending.

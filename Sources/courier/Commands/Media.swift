@@ -29,8 +29,10 @@ struct MediaOptions: ParsableArguments {
             library = lib
             try await body(lib)
             await lib.shutdown()
+            try await lib.mediaServer.shutdown()
         } catch let error as CourierError {
             await library?.shutdown()
+            try? await library?.mediaServer.shutdown()   // already failing: that error is the one reported
             throw failure(error, json: json)
         }
     }

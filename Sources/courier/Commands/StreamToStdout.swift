@@ -10,10 +10,10 @@ struct StreamToStdout {
     let url: String
     let headers: [(name: String, value: String)]
     let sha256: String?
-    let transport: AsyncHTTPClientTransport
+    let transport: any HTTPTransport
 
     func run() async -> Int32 {
-        defer { Task { try? await transport.shutdown() } }
+        defer { Task { try? await transport.shutdown() } }   // the stream is over: nothing waits for its client
         do {
             let expected = try sha256.map(SHA256Hex.validate)
             let origin = try URLPolicy.validate(url)
@@ -31,7 +31,7 @@ struct StreamToStdout {
                         try out.write(contentsOf: data)
                     }
                     if let expected {
-                        let actual = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+                        let actual = SHA256Hex.hex(hasher.finalize())
                         guard actual == expected else { throw CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual)") }
                     }
                     return ExitCodes.success

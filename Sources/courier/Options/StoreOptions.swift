@@ -1,5 +1,6 @@
 import ArgumentParser
-import Courier
+@_spi(Testing) import Courier
+import CourierURLSession
 import Foundation
 
 /// Where the CLI keeps its records.
@@ -30,6 +31,9 @@ struct StoreOptions: ParsableArguments {
 
 /// How the CLI's engine behaves.
 struct EngineOptions: ParsableArguments {
+    @Option(name: .customLong("chaos-pause-after-rename-ms"), help: .hidden)
+    var chaosPauseAfterRename: Int?
+
     @Option(name: .long, help: "Failed attempts in a row before giving up.")
     var maxAttempts: Int = 8
 
@@ -55,8 +59,23 @@ struct EngineOptions: ParsableArguments {
             help: "The smallest byte range a segmented download splits off; smaller files use one connection (4M, 1M, or bytes).")
     var minSplitSize: ByteSize = ByteSize(bytes: 4 << 20)
 
-    /// The HTTP transport with the TLS trust the flags ask for (verified by default).
-    func transport() -> AsyncHTTPClientTransport {
+    /// Which HTTP stack speaks for the engine.
+    enum TransportChoice: String, ExpressibleByArgument, CaseIterable {
+        case nio, urlsession
+    }
+
+    @Option(name: .customLong("transport"), help: "The HTTP stack: nio (AsyncHTTPClient, the default here) or urlsession (the system's URLSession; FoundationNetworking on Linux). --cacert and --insecure need nio.")
+    var stack: TransportChoice = .nio
+
+    func validate() throws {
+        if stack == .urlsession, insecure || cacert != nil {
+            throw ValidationError("--cacert and --insecure need --transport nio: URLSession trusts what the system trusts.")
+        }
+    }
+
+    /// The HTTP transport the flags ask for, with the TLS trust they ask for (verified by default).
+    func transport() -> any HTTPTransport {
+        if stack == .urlsession { return URLSessionTransport() }
         let timeout = Duration.seconds(max(1, connectTimeout))
         if insecure { return AsyncHTTPClientTransport(connectTimeout: timeout, trust: .insecure) }
         if let cacert { return AsyncHTTPClientTransport(connectTimeout: timeout, trust: .additionalCA(pemFile: URL(fileURLWithPath: cacert).standardizedFileURL.path)) }
@@ -72,11 +91,9 @@ struct EngineOptions: ParsableArguments {
         c.maxFileSize = maxSize.map { max(0, $0.bytes) }
         c.maxBytesPerSecond = limitRate.map { max(1, $0.bytes) }
         c.minSegmentSize = max(64 << 10, minSplitSize.bytes)
-        // Fault injection for scripts/chaos only: hold the window between the rename of the
-        // finished file and the record's update open, so a SIGKILL can land in it.
-        if let ms = ProcessInfo.processInfo.environment["COURIER_CHAOS_PAUSE_AFTER_RENAME_MS"].flatMap(Int.init), ms > 0 {
-            c.pauseAfterRename = .milliseconds(ms)
-        }
+        // Fault injection for scripts/chaos only (a hidden flag): hold the window between the
+        // rename of the finished file and the record's update open, so a SIGKILL can land in it.
+        if let ms = chaosPauseAfterRename, ms > 0 { c.pauseAfterRename = .milliseconds(ms) }
         return c
     }
 }

@@ -19,7 +19,7 @@ enum ExitCodes {
           1    other failure (E_DATABASE, E_INVALID_STATE, E_UNEXPECTED)
           3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
-          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_ENCODING)
+          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
           7    the download is running in another process (E_LEASED)
          64    usage error (bad flags, invalid URL, path or id; E_URL_NEEDED: give the URL again)
@@ -29,12 +29,12 @@ enum ExitCodes {
     /// The exit code for an error code.
     static func code(for error: CourierError.Code) -> Int32 {
         switch error {
-        case .network, .connectionRefused, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
+        case .network, .networkNotAllowed, .connectionRefused, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
              .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect:
             return network
         case .checksumMismatch, .sizeMismatch, .bodyTooLong:
             return integrity
-        case .noSpace, .fileNotFound, .fileRead, .fileWrite, .invalidEncoding:
+        case .noSpace, .fileNotFound, .fileRead, .fileWrite, .permissionDenied, .readFailed, .writeFailed, .invalidEncoding:
             return storage
         case .notFound:
             return notFound
@@ -53,7 +53,7 @@ enum ExitCodes {
 /// Prints a Courier error (`CODE: message` on stderr; with `json`, also an object with
 /// `"ok": false`, the code and the message on stdout) and exits with its code.
 func failure(_ error: CourierError, json: Bool = false) -> ExitCode {
-    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message)) }
+    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message)) }   // stdout is gone: the message below still reaches stderr
     Terminal.error("courier: \(error.code.rawValue): \(error.message)")
     return ExitCode(ExitCodes.code(for: error.code))
 }

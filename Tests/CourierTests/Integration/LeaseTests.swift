@@ -63,7 +63,7 @@ import CourierOrigin
         try await withFixture { fx in
             for name in ["expired", "dead", "live"] { try fx.serve("\(name).bin", size: 50_000) }
             let db = try fx.database()
-            let host = LeaseOwner.hostName()
+            let host = ProcessLiveness.system.hostName
             // A pid that certainly existed and is gone: a child that has exited.
             let child = Process()
             child.executableURL = URL(fileURLWithPath: "/bin/true")

@@ -54,7 +54,7 @@ import CourierOrigin
             // A late subscriber still learns how it ended.
             var last: DownloadEvent?
             for await e in d.events(for: "x") { last = e }
-            #expect(last == .cancelled(id: "x"))
+            #expect(last == .ended(id: "x", .cancelled))
             await d.shutdown()
         }
     }
@@ -121,7 +121,7 @@ import CourierOrigin
                 for await e in all {
                     switch e {
                     case let .stateChanged(id, .downloading, _): running.insert(id); started.append(id); peak = max(peak, running.count)
-                    case let .completed(r): running.remove(r.id); if started.count == 5 && running.isEmpty { return (peak, started) }
+                    case let .ended(_, .completed(r)): running.remove(r.id); if started.count == 5 && running.isEmpty { return (peak, started) }
                     default: break
                     }
                 }
@@ -192,7 +192,7 @@ import CourierOrigin
             // After the end: one completed event, at once.
             var late: [DownloadEvent] = []
             for await e in d.events(for: "x") { late.append(e) }
-            #expect(late.last.map { if case .completed = $0 { return true } else { return false } } == true)
+            #expect(late.last.map { if case .ended(_, .completed) = $0 { return true } else { return false } } == true)
             await d.shutdown()
         }
     }
@@ -264,7 +264,7 @@ final class WriteCounter: @unchecked Sendable { // guarded by lock
             var completed = 0
             for await event in events {
                 peak = max(peak, await d.adoptedCount)
-                if case .completed = event { completed += 1; if completed == count { break } }
+                if case .ended(_, .completed) = event { completed += 1; if completed == count { break } }
             }
             await d.shutdown()
             #expect(peak <= 4 + 4 + 16, "records held at once: \(peak)")   // running + the rest of a page + a new page

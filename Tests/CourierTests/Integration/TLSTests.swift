@@ -3,27 +3,7 @@ import Testing
 @testable import Courier
 import CourierOrigin
 
-/// A self-signed certificate for 127.0.0.1, made with openssl for the test.
-struct SelfSigned {
-    let certificate: String
-    let key: String
-
-    static let isAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
-
-    init(in dir: URL) throws {
-        certificate = dir.appendingPathComponent("cert.pem").path
-        key = dir.appendingPathComponent("key.pem").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
-                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw CourierError(.fileWrite, "openssl could not make a certificate") }
-    }
-}
+typealias SelfSigned = SelfSignedCertificate
 
 @Suite(.serialized) struct TLSTests {
     @Test(.enabled(if: SelfSigned.isAvailable)) func selfSignedOriginIsRefusedUnlessTrusted() async throws {

@@ -1,3 +1,5 @@
+@_exported import CourierTestSupport
+import CourierURLSession
 import Crypto
 import Foundation
 import Logging
@@ -56,7 +58,14 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     }
 
     func downloader(refresher: (any URLRefreshing)? = nil, logger: Logger = Logger(label: "test"), _ change: (inout DownloaderConfiguration) -> Void = { _ in }) throws -> Downloader {
-        Downloader(configuration: configuration(change), database: try database(), urlRefresher: refresher, logger: logger)
+        Downloader(configuration: configuration(change), database: try database(), transport: Self.transport(), urlRefresher: refresher, logger: logger)
+    }
+
+    /// The transport the integration suite runs over: AsyncHTTPClient by default (`nil`: the
+    /// engine's own), URLSession with `COURIER_TEST_TRANSPORT=urlsession` (scripts/test runs
+    /// the suite both ways).
+    static func transport() -> (any HTTPTransport)? {
+        ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == "urlsession" ? URLSessionTransport() : nil
     }
 
     func finalData(_ relative: String) -> Data? { try? Data(contentsOf: root.appendingPathComponent(relative)) }
@@ -71,16 +80,6 @@ func withFixture(_ body: (Fixture) async throws -> Void) async throws {
     let fixture = try await Fixture()
     do { try await body(fixture) } catch { await fixture.tearDown(); throw error }
     await fixture.tearDown()
-}
-
-/// Polls until a condition holds or the timeout passes.
-func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return false
 }
 
 /// A log handler that keeps every line, to check what reaches logs.

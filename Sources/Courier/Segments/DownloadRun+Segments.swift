@@ -113,7 +113,8 @@ extension DownloadRun {
             // Whatever stopped the ranges (pause, a lost connection, a kill of this task),
             // their flushed progress is persisted, from a task that is not cancelled.
             let snapshot = board.snapshot, kept = board.received, owner = context.owner, database = db, id = self.id
-            _ = await Task { try? await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept } }.value
+            let context = self.context
+            _ = await Task { await context.bestEffort("saving the ranges' progress", id: id) { try await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept } } }.value
             if let restart = error as? SegmentRestart { return .restart(restart.reason) }
             throw error
         }
@@ -159,7 +160,7 @@ extension DownloadRun {
     /// One connection's work on one range, with its own retries: request the rest of the
     /// range, check the reply, write at the range's offsets until its (possibly moved) end.
     private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: RangeURL, partialURL: URL, firstBody: TransportBody?) async throws {
-        var failures = 0
+        var retries = RetryBudget(policy: config.retryPolicy)
         var pending = firstBody
         while true {
             try Task.checkCancellation()
@@ -175,9 +176,9 @@ extension DownloadRun {
                 }
                 return
             } catch let failure as RangeRetry {
-                try await backOff(index, failure.error, after: failure.after, progressed: (board.segment(index)?.received ?? 0) > before, failures: &failures)
-            } catch let error as CourierError where Self.isRetriable(error) {
-                try await backOff(index, error, after: nil, progressed: (board.segment(index)?.received ?? 0) > before, failures: &failures)
+                try await backOff(index, failure.error, after: failure.after, progressed: (board.segment(index)?.received ?? 0) > before, retries: &retries)
+            } catch let error as CourierError where error.isPassing {
+                try await backOff(index, error, after: nil, progressed: (board.segment(index)?.received ?? 0) > before, retries: &retries)
             }
         }
     }
@@ -185,15 +186,15 @@ extension DownloadRun {
     /// A range's passing failure, with the server's `Retry-After` when it gave one.
     private struct RangeRetry: Error { var error: CourierError; var after: TimeInterval? }
 
-    /// Counts a range's failure and waits before its next attempt (as long as the server's
-    /// `Retry-After` asks); throws once the range has failed too often in a row.
-    private func backOff(_ index: Int, _ error: CourierError, after: TimeInterval?, progressed: Bool, failures: inout Int) async throws {
-        if progressed { failures = 0 }
-        failures += 1
-        if failures >= config.retryPolicy.maxAttempts {
-            throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(failures) attempts)", httpStatus: error.httpStatus)
+    /// Counts a range's failure by the same ``RetryBudget`` as a whole download's, and waits
+    /// before its next attempt; throws once the range has failed too often in a row.
+    private func backOff(_ index: Int, _ error: CourierError, after: TimeInterval?, progressed: Bool, retries: inout RetryBudget) async throws {
+        let delay: Duration
+        switch retries.failed(error, retryAfter: after, progressed: progressed) {
+        case let .wait(wait, _, _): delay = wait
+        case let .giveUp(attempts):
+            throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(attempts) attempts)", httpStatus: error.httpStatus)
         }
-        let delay = config.retryPolicy.delay(afterFailures: failures, retryAfter: after)
         context.logger.info("range \(index): retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
         try await Task.sleep(for: delay)
     }
@@ -248,9 +249,9 @@ extension DownloadRun {
     private func writeRange(_ body: TransportBody, index: Int, from offset: Int64, board: SegmentBoard, partialURL: URL, activity: Activity) async throws {
         let file = try PartialFile(segmentOf: partialURL, writingAt: offset, bufferSize: config.segmentBufferSize)
         defer {
-            try? file.flush()
+            try? file.flush()   // the range's error (or success) is already decided; flushed bytes are counted below
             board.advance(index, position: file.logicalLength, flushed: file.flushedLength)
-            try? file.close()
+            try? file.close()   // flushed just above; this only releases the descriptor
         }
         // Flushed at least twice per persist interval, so a kill loses about a second of a
         // range, not a whole buffer.

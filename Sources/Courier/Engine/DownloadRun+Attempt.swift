@@ -1,0 +1,182 @@
+import Crypto
+import Foundation
+import NIOCore
+
+/// One single-connection attempt: the request, the reply judged by `HTTP/`, the body written.
+extension DownloadRun {
+    // MARK: One attempt
+
+    func attempt(url: URL, plan: ResumePlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
+        var redirects = RedirectState(url: url, limit: config.maxRedirects)
+        while true {
+            var headers = plan.requestHeaders
+            // A download wanting several connections asks for a range from the start: a 206
+            // shows the server serves ranges, and the reply becomes the first range's.
+            if record.connections > 1, plan.offset == 0 { headers.append(("Range", "bytes=0-")) }
+            if redirects.sendsCredentials, let authorizer = context.authorizer {
+                headers += try await authorizer.headers(for: record, url: redirects.current)
+            }
+            let current = redirects.current
+            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))
+            activity.touch()
+            switch ResponseDisposition.decide(plan: plan, status: response.status, headers: response.headers) {
+            case let .redirect(location):
+                await response.body.drain()
+                do { try redirects.follow(location) } catch let error as CourierError where error.code == .tooManyRedirects { return .fail(error) }
+            case let .write(bodyPlan):
+                if canSegment(record: record, status: response.status, plan: bodyPlan) {
+                    return try await startSegmented(firstBody: response.body, url: current, plan: bodyPlan, record: record, activity: activity)
+                }
+                return try await writeBody(response.body, plan: bodyPlan, record: record, activity: activity)
+            case let .alreadyComplete(total):
+                await response.body.drain()
+                var done = record
+                done.totalBytes = total
+                return try await finish(record: done, length: total, hasher: nil)
+            case .notModified:
+                // The file in place is the server's current one: it stays, as it was.
+                await response.body.drain()
+                try discardPartial(context.fileURL(record.partialPath))
+                var kept = record
+                kept.etag = record.heldEtag; kept.lastModified = record.heldLastModified
+                guard let bytes = record.heldBytes, let done = try await markCompleted(length: bytes, validators: kept) else { throw ExternalStop() }
+                return .finished(done)
+            case let .restart(reason):
+                await response.body.drain()
+                return .restart(reason)
+            case let .retry(error, after):
+                await response.body.drain()
+                return .retry(error, after: after)
+            case let .refreshURL(error):
+                await response.body.drain()
+                return .refresh(error)
+            case let .fail(error):
+                await response.body.drain()
+                return .fail(error)
+            }
+        }
+    }
+
+    func writeBody(_ body: TransportBody, plan: BodyPlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {
+        let partialURL = context.fileURL(record.partialPath)
+        if let max = config.maxFileSize, let total = plan.totalBytes, total > max {
+            return .fail(CourierError(.bodyTooLong, "the file is \(total) bytes, over the \(max)-byte limit"))
+        }
+        if let expected = plan.expectedBodyLength, let available = DiskSpace.available(at: partialURL) {
+            let needed = expected + config.freeSpaceReserve
+            if available < needed {
+                throw CourierError(.noSpace, "not enough free space: \(expected) bytes to come plus a \(config.freeSpaceReserve)-byte reserve, \(available) available")
+            }
+        }
+
+        let file = try PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
+        defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
+        if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
+        var hasher: SHA256? = nil
+        if record.expectedSHA256 != nil { hasher = try Self.hasher(prefixOf: partialURL, length: plan.offset) }
+
+        // The reply's validators are persisted before the body, so a kill midway can resume;
+        // for a small file from zero that write is skipped (a kill costs at most 1 MiB) and
+        // they are recorded with completion, one write instead of two.
+        let setPlan: @Sendable (inout DownloadRecord) -> Void = { r in
+            r.etag = plan.etag
+            r.lastModified = plan.lastModified
+            r.totalBytes = plan.totalBytes
+            r.resumable = plan.resumable
+            r.bytesReceived = plan.offset
+        }
+        var current = record
+        if plan.offset == 0, let expected = plan.expectedBodyLength, expected <= 1 << 20 {
+            setPlan(&current)
+        } else {
+            current = try await persist(setPlan)
+        }
+        context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: plan.offset, totalBytes: plan.totalBytes)))
+
+        let clock = ContinuousClock()
+        let started = clock.now
+        var lastPersist = started
+        var lastEvent = started
+        var meter = ProgressMeter()
+        meter.record(bytes: plan.offset, at: 0)
+        var received: Int64 = 0
+        let limit = config.maxFileSize
+
+        do {
+            for try await buffer in body {
+                activity.touch()
+                let n = Int64(buffer.readableBytes)
+                if file.wouldWait(appending: buffer.readableBytes) { try await file.settle() }
+                if let expected = plan.expectedBodyLength, received + n > expected {
+                    // Keep only what the server announced; the rest is not this file.
+                    let keep = Int(expected - received)
+                    try buffer.withUnsafeReadableBytes { raw in
+                        let part = UnsafeRawBufferPointer(rebasing: raw[0..<keep])
+                        try file.appendPipelined(part)
+                        hasher?.update(bufferPointer: part)
+                    }
+                    try await file.settle()
+                    try file.flush()
+                    throw CourierError(.bodyTooLong, "the server sent more than the \(expected) bytes it announced")
+                }
+                if let limit, plan.offset + received + n > limit {
+                    throw CourierError(.bodyTooLong, "the body runs past the \(limit)-byte limit")
+                }
+                try buffer.withUnsafeReadableBytes { raw in
+                    try file.appendPipelined(raw)
+                    hasher?.update(bufferPointer: raw)
+                }
+                received += n
+                try await limiter?.consume(Int(n), activity: activity)
+                let now = clock.now
+                if now - lastEvent >= config.progressEventInterval {
+                    lastEvent = now
+                    let t = (now - started).timeInterval
+                    meter.record(bytes: file.logicalLength, at: t)
+                    context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: file.logicalLength, totalBytes: plan.totalBytes,
+                                                                   bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: plan.totalBytes))))
+                }
+                if now - lastPersist >= config.progressPersistInterval {
+                    lastPersist = now
+                    try await file.settle()
+                    let length = try file.checkpoint()   // bytes reach the file before the record claims them
+                    guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { $0.bytesReceived = length }) else {
+                        throw ExternalStop()
+                    }
+                    current = updated
+                }
+            }
+        } catch {
+            // Every way out waits for the background write first (a failed one cuts the file
+            // back to where it began), then writes what is staged.
+            try? await file.settle()   // already failing: the error that brought us here is the one reported
+            try? file.flush()   // already failing: the error that brought us here is the one reported
+            if error is CancellationError || Task.isCancelled || error is ExternalStop { throw error }
+            // Persist what we have before reporting the failure.
+            let length = file.logicalLength
+            await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.bytesReceived = length } }
+            if let e = error as? CourierError, e.code == .bodyTooLong { return .fail(e) }
+            throw error
+        }
+
+        try await file.settle()
+        try file.flush()
+        let length = file.logicalLength
+        context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,
+                                                       bytesPerSecond: meter.bytesPerSecond, secondsRemaining: 0)))
+        let whole = (plan.expectedBodyLength.map { received >= $0 } ?? true) && (plan.totalBytes.map { length >= $0 } ?? true)
+        if !whole {
+            current = try await persist { $0.bytesReceived = length }
+            if let expected = plan.expectedBodyLength, received < expected {
+                throw CourierError(.shortBody, "the body ended after \(received) of \(expected) announced bytes")
+            }
+            return .needsMore
+        }
+        // Whole: the completed write below records the length; no progress write before it.
+        current.bytesReceived = length
+        if plan.totalBytes == nil { current.totalBytes = length }
+        // fsync blocks: on NIO's thread pool, not on one of the few cooperative threads.
+        try await file.syncAndClose()
+        return try await finish(record: current, length: length, hasher: hasher)
+    }
+}

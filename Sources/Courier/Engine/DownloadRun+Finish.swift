@@ -1,0 +1,65 @@
+import Crypto
+import Foundation
+
+/// The end of a whole file: size and checksum checked, the partial put in place, the record completed.
+extension DownloadRun {
+    // MARK: Finishing
+
+    func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
+        let partialURL = context.fileURL(record.partialPath)
+        let finalURL = context.fileURL(record.localFinalPath)
+        if let total = record.totalBytes, total != length {
+            try discardPartial(partialURL)
+            await context.bestEffort("forgetting the discarded bytes", id: id) { try await persist { $0.resetToZero(countingAttempt: false) } }
+            return .fail(CourierError(.sizeMismatch, "the file has \(length) bytes, the server announced \(total)"))
+        }
+        if let expected = record.expectedSHA256 {
+            let actual: String
+            if let hasher {
+                actual = SHA256Hex.hex(hasher.finalize())
+            } else {
+                actual = try Self.sha256(of: partialURL, length: length)
+            }
+            guard actual == expected else {
+                try discardPartial(partialURL)
+                await context.bestEffort("forgetting the discarded bytes", id: id) { try await persist { $0.resetToZero(countingAttempt: false) } }
+                return .fail(CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual); the partial file was deleted"))
+            }
+        }
+        try await Blocking.run { try PartialFile.finalize(partial: partialURL, to: finalURL) }
+        if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
+        guard let done = try await markCompleted(length: length, validators: record) else { throw ExternalStop() }
+        return .finished(done)
+    }
+
+    /// Marks the record completed; `validators` (the record as the run knows it) brings the
+    /// reply's ETag and Last-Modified when they were not persisted before.
+    func markCompleted(length: Int64, validators: DownloadRecord? = nil) async throws -> DownloadRecord? {
+        try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.complete(length: length, validators: validators) }
+    }
+
+
+    /// A hasher fed with the first `length` bytes of a file: a resumed download's digest
+    /// covers the kept prefix too, so the check holds across restarts.
+    static func hasher(prefixOf url: URL, length: Int64) throws -> SHA256 {
+        var hasher = SHA256()
+        guard length > 0 else { return hasher }
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileErrors.error(errno, "read (to hash its kept bytes)", url, .read) }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        defer { try? handle.close() }   // a read-only handle: nothing to lose on close
+        var remaining = length
+        while remaining > 0 {
+            let data = try handle.read(upToCount: Int(min(remaining, 4 << 20))) ?? Data()
+            guard !data.isEmpty else { throw CourierError(.readFailed, "\(url.lastPathComponent) is shorter than its kept length: it changed under the download") }
+            hasher.update(data: data)
+            remaining -= Int64(data.count)
+        }
+        return hasher
+    }
+
+    /// The SHA-256 of a file's first `length` bytes, lowercase hex.
+    static func sha256(of url: URL, length: Int64) throws -> String {
+        SHA256Hex.hex(try hasher(prefixOf: url, length: length).finalize())
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import GRDB
+
+/// What subscribers see: per-download streams seeded from the store, ending with one final event.
+extension Downloader {
+    /// Fetches `request`'s file to its destination, then forgets the record, leaving the
+    /// file: for a caller that keeps its own account of what it fetched (attachments,
+    /// documents, media). While it runs it is an ordinary download (it resumes after a
+    /// relaunch); when it fails, the record stays with its bytes, so asking again resumes.
+    @discardableResult
+    public func fetch(_ request: DownloadRequest) async throws -> DownloadRecord {
+        try await enqueue(request)
+        return try await finishAndForget(id: request.id)
+    }
+
+    /// Waits for download `id` like ``waitForCompletion(id:)``, then deletes its record
+    /// (the final file stays). The second half of ``fetch(_:)``.
+    @discardableResult
+    public nonisolated func finishAndForget(id: String) async throws -> DownloadRecord {
+        let record = try await waitForCompletion(id: id)
+        try await cancel(id: id)   // on a completed download: the record goes, the file stays
+        return record
+    }
+
+    /// Waits until the download completes, and returns its record. Throws its error when
+    /// it fails, ``CourierError/Code/paused`` when it pauses, and
+    /// ``CourierError/Code/cancelled`` when it is cancelled: what its one final event says
+    /// (``DownloadEnd/completedRecord(id:)``).
+    @discardableResult
+    public nonisolated func waitForCompletion(id: String) async throws -> DownloadRecord {
+        for await event in events(for: id) {
+            if let end = event.end { return try end.completedRecord(id: id) }
+        }
+        throw CourierError(.cancelled, "the downloader shut down before download \(id) finished")
+    }
+
+    // MARK: Events
+
+    /// The events of one download. It first yields the persisted progress and state (and
+    /// the final event at once, for a download that already ended), then live events, and
+    /// finishes after a final event.
+    public nonisolated func events(for id: String) -> AsyncStream<DownloadEvent> {
+        let hub = context.hub
+        let (key, stream, tombstone) = hub.subscribe(id: id)
+        if let tombstone {
+            hub.seed(key, with: [tombstone])
+            return stream
+        }
+        let database = context.database
+        Task {
+            var snapshot: [DownloadEvent] = []
+            if let record = try? await database.record(id: id) {   // no snapshot when the store cannot be read: live events still come
+                snapshot.append(.progress(DownloadProgress(id: id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes)))
+                snapshot.append(Self.persistedEvent(record))
+            }
+            hub.seed(key, with: snapshot)
+        }
+        return stream
+    }
+
+    /// The events of every download, live, until ``shutdown()``. The stream buffers without
+    /// bound (no final event is ever dropped), so keep consuming it.
+    public nonisolated func events() -> AsyncStream<DownloadEvent> {
+        context.hub.subscribeAll()
+    }
+
+    /// The event that tells a subscriber where a persisted record stands: its end when it
+    /// ended (completed, failed, paused), else its state.
+    static func persistedEvent(_ record: DownloadRecord) -> DownloadEvent {
+        switch record.state {
+        case .completed: return .ended(id: record.id, .completed(record))
+        case .failed: return .ended(id: record.id, .failed(record.lastError ?? CourierError(.invalidState, "failed")))
+        case .paused: return .ended(id: record.id, .paused(record.lastError))
+        case .queued, .downloading: return .stateChanged(id: record.id, state: record.state, error: record.lastError)
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+
+/// Which download runs next, and how a run's end is recorded and announced.
+extension Downloader {
+    // MARK: Scheduling
+
+    func adopt(_ record: DownloadRecord) {
+        let entry = Adopted(priority: record.priority, createdAt: record.createdAt)
+        adopted[record.id] = entry
+        // Keep `waiting` sorted with the next to run last: a binary search, not a scan of
+        // every adopted download at each scheduling step (thousands queued by `get -i`).
+        var low = 0, high = waiting.count
+        while low < high {
+            let mid = (low + high) / 2
+            if Self.runsBefore((waiting[mid].entry, waiting[mid].id), (entry, record.id)) { high = mid } else { low = mid + 1 }
+        }
+        waiting.insert((record.id, entry), at: low)
+    }
+
+    /// Priority first, then age, then id.
+    static func runsBefore(_ a: (Adopted, String), _ b: (Adopted, String)) -> Bool {
+        if a.0.priority != b.0.priority { return a.0.priority > b.0.priority }
+        if a.0.createdAt != b.0.createdAt { return a.0.createdAt < b.0.createdAt }
+        return a.1 < b.1
+    }
+
+    func pump() {
+        guard !isShutDown else { return }
+        let limit = max(1, context.configuration.maxConcurrentDownloads)
+        while running.count < limit, let next = waiting.popLast() {
+            // Entries are dropped lazily: paused, cancelled or already running ones are skipped.
+            guard let entry = adopted[next.id], entry.priority == next.entry.priority, entry.createdAt == next.entry.createdAt,
+                  running[next.id] == nil else { continue }
+            launch(next.id)
+        }
+        if drainsQueue, adopted.count - running.count < limit { refill() }
+        wakeIdleWaiters()
+    }
+
+    /// Reads the next page of the database's queue into `adopted` (a few times the
+    /// concurrency), so a long queue costs memory for a page, not for every record.
+    func refill() {
+        guard !refilling, !isShutDown else { return }
+        refilling = true
+        let limit = max(8, max(1, context.configuration.maxConcurrentDownloads) * 4)
+        let exclude = Set(adopted.keys).union(running.keys)
+        let database = context.database, owner = context.owner
+        let logger = context.logger
+        Task {
+            do {
+                self.refilled(try await database.nextQueued(limit: limit, excluding: exclude, owner: owner))
+            } catch {
+                // A failed read is not an empty queue: the queue stays to drain, read again
+                // after a second (a busy or briefly locked database passes).
+                logger.warning("reading the queue failed; trying again in 1 s: \(error)")
+                try? await Task.sleep(for: .seconds(1))   // cancelled only with the process: the retry below is then moot
+                self.refillFailed()
+            }
+        }
+    }
+
+    func refillFailed() {
+        refilling = false
+        refillFailures += 1
+        if refillFailures >= 5 {
+            // The database keeps failing: stop draining (what is adopted still runs) rather
+            // than spin; the next resume or enqueue drains again.
+            context.logger.error("reading the queue failed \(refillFailures) times in a row; the rest of the queue waits for the next resume")
+            refillFailures = 0
+            drainsQueue = false
+            wakeIdleWaiters()
+            return
+        }
+        pump()
+    }
+
+    func refilled(_ page: [DownloadRecord]) {
+        refilling = false
+        refillFailures = 0
+        if page.isEmpty { drainsQueue = false; wakeIdleWaiters(); return }
+        for record in page where adopted[record.id] == nil && running[record.id] == nil { adopt(record) }
+        pump()
+    }
+
+    func launch(_ id: String) {
+        let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id],
+                              limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0) })
+        let runTask = Task { await run.run() }
+        let supervisor = Task {
+            let outcome = await runTask.value
+            await self.runEnded(id, outcome)
+        }
+        running[id] = Running(run: runTask, supervisor: supervisor)
+    }
+
+    func runEnded(_ id: String, _ outcome: RunOutcome) async {
+        running[id] = nil
+        adopted[id] = nil
+        let intent = intents.removeValue(forKey: id)
+        let db = context.database
+        defer { pump() }
+        // However the run ended, a lease still held by this downloader is released first, so
+        // a waiter that exits on the final event leaves no lease behind.
+        if outcome.releasesLease { await context.bestEffort("releasing the lease", id: id) { try await db.releaseLease(id: id, owner: context.owner) } }
+        let end: DownloadEnd
+        switch outcome {
+        case let .completed(record): end = .completed(record)
+        case let .failed(error): end = .failed(error)
+        case let .paused(error): end = .paused(error)
+        case .interrupted:
+            let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
+            let partial = record.map { context.fileURL($0.partialPath) }
+            var kept: Int64 = 0
+            if let partial { kept = await context.bestEffort("counting kept bytes", id: id) { try await db.keptBytes(id: id, partial: partial) } ?? PartialFile.length(at: partial) }
+            let length = kept
+            switch intent {
+            case .cancel:
+                liveURLs[id] = nil
+                if let partial { unlink(partial.path) }
+                await context.bestEffort("deleting the record", id: id) { try await db.delete(id: id) }
+                end = .cancelled
+            case .pause:
+                await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: length) } }
+                context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: record?.totalBytes)))
+                end = .paused(nil)
+            case .shutdown, nil:
+                await context.bestEffort("requeueing", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.requeue(keeping: length, freshStart: false) } }
+                end = .shutDown
+            }
+        case .leasedElsewhere:
+            let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
+            end = .leftToAnotherProcess(record.map(Self.leasedError) ?? CourierError(.leased, "download \(id) is running elsewhere"))
+        case .stoppedExternally:
+            // Another process paused, cancelled, completed or took the record under this run.
+            let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
+            end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
+        }
+        context.hub.publish(.ended(id: id, end))
+    }
+}

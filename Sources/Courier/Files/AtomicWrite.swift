@@ -1,0 +1,79 @@
+import Foundation
+
+/// A file written whole or not at all: bytes go to a temporary sibling, which is synced,
+/// closed and renamed over the target; then the folder is synced, so the new name survives
+/// a power cut. Until ``commit()``, the target is untouched; ``abandon()`` (on any error)
+/// deletes the temporary file. Every atomic write of the package goes through here.
+///
+/// ```swift
+/// let write = try AtomicWrite(replacing: target)
+/// do { try write.handle.write(contentsOf: data); try write.commit() } catch { write.abandon(); throw error }
+/// ```
+package final class AtomicWrite {
+    /// Where the bytes go until the commit.
+    package let handle: FileHandle
+    /// The temporary file.
+    package let temporary: URL
+    /// The file that the commit replaces.
+    package let target: URL
+    private var open = true
+
+    /// Creates the temporary sibling of `target` (its folder must exist).
+    package init(replacing target: URL) throws {
+        self.target = target
+        temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString.prefix(8)).tmp")
+        let fd = Foundation.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw FileErrors.error(errno, "create a file beside", target, .write) }
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    /// `data`, written to `target` whole or not at all.
+    package static func write(_ data: Data, to target: URL) throws {
+        let write = try AtomicWrite(replacing: target)
+        do {
+            try write.handle.write(contentsOf: data)
+            try write.commit()
+        } catch {
+            write.abandon()
+            throw FileErrors.error(error, "write", target, .write)
+        }
+    }
+
+    /// Syncs and closes the temporary file, renames it over the target and syncs the folder.
+    package func commit() throws {
+        try prepare()
+        try putInPlace()
+    }
+
+    /// The first half of ``commit()``: the temporary file synced and closed.
+    package func prepare() throws {
+        try Durability.sync(handle)
+        try close()
+    }
+
+    /// The second half of ``commit()`` (for a caller that renames under a lock): the
+    /// rename over the target, and the folder synced.
+    package func putInPlace() throws {
+        guard rename(temporary.path, target.path) == 0 else { throw FileErrors.error(errno, "put in place", target, .write) }
+        let folder = target.deletingLastPathComponent()
+        let dfd = Foundation.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw FileErrors.error(errno, "open the folder of", target, .write) }
+        defer { Foundation.close(dfd) }
+        guard Durability.sync(dfd) == 0 else { throw FileErrors.error(errno, "sync the folder of", target, .write) }
+    }
+
+    /// Deletes the temporary file; the target stays as it was.
+    package func abandon() {
+        if open {
+            open = false
+            try? handle.close()   // abandoning: the file is deleted next, its bytes do not matter
+        }
+        unlink(temporary.path)
+    }
+
+    private func close() throws {
+        guard open else { return }
+        open = false
+        do { try handle.close() } catch { throw FileErrors.error(error, "close", temporary, .write) }
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// The one mapping from a system error number to a Courier code, for every file operation
+/// of the package: the `E_FNF` codes for a missing file or folder only.
+package enum FileErrors {
+    /// What the failed call was doing.
+    package enum Access: Sendable { case read, write }
+
+    /// `err` (an `errno`) from `operation` on `url` while reading or writing.
+    package static func error(_ err: Int32, _ operation: String, _ url: URL, _ access: Access) -> CourierError {
+        let text = String(cString: strerror(err))
+        let name = url.lastPathComponent
+        let native = POSIXError(POSIXErrorCode(rawValue: err) ?? .EIO)
+        switch err {
+        case ENOSPC, EDQUOT, EFBIG:
+            return CourierError(.noSpace, "no space left to \(operation) \(name): \(text)", underlying: native)
+        case ENOENT, ENOTDIR:
+            return CourierError(access == .read ? .fileRead : .fileWrite, "cannot \(operation) \(name): \(text)", underlying: native)
+        case EACCES, EPERM, EROFS:
+            return CourierError(.permissionDenied, "cannot \(operation) \(name): \(text)", underlying: native)
+        default:
+            return CourierError(access == .read ? .readFailed : .writeFailed, "cannot \(operation) \(name): \(text)", underlying: native)
+        }
+    }
+
+    /// A Foundation error from `operation` on `url`: its POSIX code when it carries one,
+    /// else a read or write failure keeping it as the underlying error.
+    package static func error(_ error: any Error, _ operation: String, _ url: URL, _ access: Access) -> CourierError {
+        if let courier = error as? CourierError { return courier }
+        let ns = error as NSError
+        let posix = (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil }
+            ?? (ns.domain == NSPOSIXErrorDomain ? Int32(ns.code) : nil)
+        if let posix { return self.error(posix, operation, url, access) }
+        return CourierError(access == .read ? .readFailed : .writeFailed, "cannot \(operation) \(url.lastPathComponent)", underlying: error)
+    }
+}

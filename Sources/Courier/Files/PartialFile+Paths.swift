@@ -1,0 +1,61 @@
+import Foundation
+
+/// What is done to a partial file by its path: its length, preallocation, sync, the atomic
+/// finish, and the errors of these calls as codes.
+extension PartialFile {
+    /// Creates (or reuses) the partial file at `url` with exactly `length` bytes reserved on
+    /// disk, for a segmented download: a full disk is found now, not half way.
+    public static func preallocate(_ url: URL, length: Int64) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            let err = errno
+            if err == ELOOP { throw CourierError(.invalidPath, "the partial file \(url.lastPathComponent) is a symbolic link; refusing to follow it") }
+            throw error(err, "open", url)
+        }
+        defer { _ = closeDescriptor(fd) }
+        guard ftruncate(fd, off_t(length)) == 0 else { throw error(errno, "size", url) }
+        #if canImport(Glibc)
+        let result = posix_fallocate(fd, 0, off_t(length))
+        if result != 0, result != EOPNOTSUPP, result != EINVAL { throw error(result, "reserve space for", url) }
+        #endif
+    }
+
+    /// Forces a file's bytes to stable storage.
+    public static func sync(_ url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw error(errno, "open", url) }
+        defer { _ = closeDescriptor(fd) }
+        guard Durability.sync(fd) == 0 else { throw error(errno, "fsync", url) }
+    }
+
+    /// The length of the file on disk at `url` (0 when it does not exist).
+    public static func length(at url: URL) -> Int64 {
+        var st = stat()
+        guard lstat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return 0 }
+        return Int64(st.st_size)
+    }
+
+    /// Moves a finished partial file to its final path atomically, creating the final
+    /// directory, replacing an older file there, and syncing the directory entry.
+    public static func finalize(partial: URL, to final: URL) throws {
+        let dir = final.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        } catch {
+            throw FileErrors.error(error, "create the folder of", final, .write)
+        }
+        var st = stat()
+        if lstat(final.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            throw CourierError(.writeFailed, "the final path \(final.lastPathComponent) is a directory")
+        }
+        guard rename(partial.path, final.path) == 0 else { throw error(errno, "rename", final) }
+        let dfd = open(dir.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
+    }
+
+    /// Maps an errno from writing a partial or final file (``FileErrors``).
+    static func error(_ err: Int32, _ operation: String, _ url: URL) -> CourierError {
+        FileErrors.error(err, operation, url, .write)
+    }
+}

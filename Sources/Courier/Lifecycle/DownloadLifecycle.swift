@@ -1,0 +1,157 @@
+import Foundation
+
+/// The rules of one download's run, as a state machine with no I/O.
+///
+/// ``DownloadRun`` feeds it what happened (an attempt's outcome, the URL refresher's
+/// answer, a wait that ended, a restart that was carried out, an error that escaped) and
+/// performs the action it returns, until the action is an ending. Single-connection and
+/// segmented downloads run under the same machine: a segmented attempt is one attempt of
+/// the run, and each of its ranges counts its own passing failures with a ``RetryBudget``.
+///
+/// ```
+///            ┌──────────── .refreshURL(.beforeResume)  (bytes kept, refresher, once)
+///  start ──▶ gate ──▶ .attempt ──▶ outcome ──┬─ finished ─────────▶ .complete
+///            ▲  ▲                           ├─ needsMore ────────▶ gate
+///            │  │                           ├─ retry ─▶ .backOff ─▶ gate   (or .fail: gave up)
+///            │  └── refreshed(url) ◀─────────┼─ refresh ─▶ .refreshURL(.accessDenied)  (once; else .fail)
+///            └──── restarted ◀──────────────┼─ restart ─▶ .restartFromZero (or .fail: too many)
+///                                            └─ fail ────────────▶ .fail
+///  an escaping error: no space ▶ .pause; otherwise ▶ .fail
+/// ```
+struct DownloadLifecycle: Sendable {
+    /// What one attempt (a request and its body, or a segmented pass over the ranges) came to.
+    enum Outcome: Sendable {
+        case finished(DownloadRecord)
+        /// The body ended before the whole file arrived (a bounded 206): ask again.
+        case needsMore
+        /// The server's file changed or ranges stopped working: start over from byte 0.
+        case restart(String)
+        /// A passing failure; `after` is the server's `Retry-After`.
+        case retry(CourierError, after: TimeInterval?)
+        /// Access denied (401, 403, 410): a fresh URL may help.
+        case refresh(CourierError)
+        case fail(CourierError)
+    }
+
+    /// What the run does next.
+    enum Action: Sendable {
+        /// Make an attempt.
+        case attempt
+        /// Ask the URL refresher; answer with ``refreshed(found:)``.
+        case refreshURL(URLRefreshReason)
+        /// Record the failure, announce the retry, wait `delay`; then ``waited(kept:)``.
+        case backOff(CourierError, delay: Duration, attempt: Int, limit: Int)
+        /// Delete the partial file and its ranges, reset the record; then ``restarted()``.
+        case restartFromZero(reason: String)
+        /// The file is in place and recorded: the run ends completed.
+        case complete(DownloadRecord)
+        /// The run ends failed; the record keeps the error.
+        case fail(CourierError)
+        /// The run ends paused (the disk is full: nothing to gain from retrying).
+        case pause(CourierError)
+
+        /// Whether the run ends with this action.
+        var isEnding: Bool {
+            switch self {
+            case .complete, .fail, .pause: return true
+            default: return false
+            }
+        }
+    }
+
+    private let canRefresh: Bool
+    private let maxRestarts: Int
+    private var retries: RetryBudget
+    private var restarts = 0
+    private var refreshedBeforeResume = false
+    private var refreshedAfterDenial = false
+    /// The denial being answered by a refresh, while one is asked.
+    private var pendingDenial: CourierError?
+    private var ended = false
+
+    /// - Parameters:
+    ///   - canRefresh: a URL refresher is configured.
+    init(retryPolicy: RetryPolicy, maxRestarts: Int, canRefresh: Bool, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
+        self.canRefresh = canRefresh
+        self.maxRestarts = maxRestarts
+        self.retries = RetryBudget(policy: retryPolicy, jitter: jitter)
+    }
+
+    /// The run starts with `kept` bytes in its partial file.
+    mutating func start(kept: Int64) -> Action {
+        gate(kept: kept)
+    }
+
+    /// The attempt ended. `progressed`: the partial file grew during it; `kept`: its bytes now.
+    mutating func attemptEnded(_ outcome: Outcome, progressed: Bool, kept: Int64) -> Action {
+        switch outcome {
+        case let .finished(record):
+            return end(.complete(record))
+        case .needsMore:
+            retries.progressed()
+            return gate(kept: kept)
+        case let .restart(reason):
+            restarts += 1
+            if restarts > maxRestarts {
+                return end(.fail(CourierError(.protocolViolation, "gave up after \(restarts - 1) restarts: \(reason)")))
+            }
+            return .restartFromZero(reason: reason)
+        case let .retry(error, after):
+            switch retries.failed(error, retryAfter: after, progressed: progressed) {
+            case let .wait(delay, attempt, limit):
+                return .backOff(error, delay: delay, attempt: attempt, limit: limit)
+            case let .giveUp(attempts):
+                return end(.fail(CourierError(error.code, "\(error.message) (gave up after \(attempts) attempts)", httpStatus: error.httpStatus)))
+            }
+        case let .refresh(error):
+            guard canRefresh, !refreshedAfterDenial else { return end(.fail(error)) }
+            refreshedAfterDenial = true
+            pendingDenial = error
+            return .refreshURL(.accessDenied(status: error.httpStatus ?? 403))
+        case let .fail(error):
+            return end(.fail(error))
+        }
+    }
+
+    /// The refresher answered: `found` a fresh URL (the run now uses it), or none.
+    mutating func refreshed(found: Bool, kept: Int64) -> Action {
+        let denial = pendingDenial
+        pendingDenial = nil
+        if let denial, !found { return end(.fail(denial)) }
+        return gate(kept: kept)
+    }
+
+    /// The wait after a passing failure is over.
+    mutating func waited(kept: Int64) -> Action {
+        gate(kept: kept)
+    }
+
+    /// The restart from zero was carried out.
+    mutating func restarted() -> Action {
+        gate(kept: 0)
+    }
+
+    /// How a run ends when an error escapes it (passing errors are outcomes, not this):
+    /// paused when the disk is full (nothing to gain from retrying, everything kept), else failed.
+    static func ending(for error: CourierError) -> Action {
+        error.code == .noSpace ? .pause(error) : .fail(error)
+    }
+
+    /// Whether the machine has returned an ending.
+    var hasEnded: Bool { ended }
+
+    /// Before each attempt: a download resuming kept bytes asks for a fresh URL once, so an
+    /// expiring link is renewed before it is used rather than after a denial.
+    private mutating func gate(kept: Int64) -> Action {
+        if kept > 0, canRefresh, !refreshedBeforeResume {
+            refreshedBeforeResume = true
+            return .refreshURL(.beforeResume)
+        }
+        return .attempt
+    }
+
+    private mutating func end(_ action: Action) -> Action {
+        ended = true
+        return action
+    }
+}

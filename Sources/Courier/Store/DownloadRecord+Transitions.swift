@@ -1,0 +1,115 @@
+import Foundation
+
+/// Every change of a record's state, lease or byte counters, by name: the runs, the
+/// downloader and the bulk SQL apply these and nothing else, so the invariants hold in one
+/// place:
+///
+/// - a record leaves `downloading` with its lease released;
+/// - `bytesReceived` says what the partial file holds when the record stops;
+/// - a failure's code and message live only as long as the failure.
+extension DownloadRecord {
+    /// Claimed by `owner` to run: `downloading`, leased until `expiry`, no error.
+    mutating func claim(by owner: LeaseOwner, until expiry: Date) {
+        state = .downloading
+        clearError()
+        leaseOwner = owner.id
+        leaseExpiresAt = expiry
+    }
+
+    /// The running owner's lease, renewed.
+    mutating func renewLease(by owner: LeaseOwner, until expiry: Date) {
+        leaseOwner = owner.id
+        leaseExpiresAt = expiry
+    }
+
+    /// A passing failure: counted and remembered while the run waits to try again.
+    mutating func noteFailedAttempt(_ error: CourierError, keeping kept: Int64) {
+        attemptCount += 1
+        lastErrorCode = error.code.rawValue
+        lastErrorMessage = error.message
+        bytesReceived = kept
+    }
+
+    /// Nothing kept ties to the server's file: from byte 0, with no validators.
+    mutating func resetToZero(countingAttempt: Bool) {
+        bytesReceived = 0
+        etag = nil
+        lastModified = nil
+        totalBytes = nil
+        resumable = true
+        if countingAttempt { attemptCount += 1 }
+    }
+
+    /// The final file is in place: `completed` with its length, the lease released.
+    /// `validators` (the record as the run knows it) brings the reply's ETag and
+    /// Last-Modified when they were not persisted before.
+    mutating func complete(length: Int64, validators: DownloadRecord? = nil) {
+        if let v = validators {
+            etag = v.etag
+            lastModified = v.lastModified
+            resumable = v.resumable
+        }
+        state = .completed
+        releaseLease()
+        bytesReceived = length
+        totalBytes = length
+        clearError()
+        heldEtag = nil
+        heldLastModified = nil
+        heldBytes = nil
+    }
+
+    /// Failed for good, keeping the partial's `kept` bytes (when known) for a later resume.
+    mutating func fail(_ error: CourierError, keeping kept: Int64?) {
+        state = .failed
+        releaseLease()
+        lastErrorCode = error.code.rawValue
+        lastErrorMessage = error.message
+        if let kept { bytesReceived = kept }
+    }
+
+    /// Paused keeping `kept` bytes, with the reason when the engine paused it itself.
+    mutating func pause(keeping kept: Int64?, error: CourierError? = nil) {
+        state = .paused
+        releaseLease()
+        if let error {
+            lastErrorCode = error.code.rawValue
+            lastErrorMessage = error.message
+        }
+        if let kept { bytesReceived = kept }
+    }
+
+    /// Back in the queue keeping `kept` bytes (when known). `freshStart`: the attempt count
+    /// and the last error are forgotten (a resume asked for, or a failed download requeued).
+    /// ``CourierDatabase/requeue(states:owner:excluding:listingIDs:)`` applies the same
+    /// change in SQL: ``requeueAssignments`` (a test keeps the two equal).
+    mutating func requeue(keeping kept: Int64?, freshStart: Bool) {
+        state = .queued
+        releaseLease()
+        if freshStart {
+            attemptCount = 0
+            clearError()
+        }
+        if let kept { bytesReceived = kept }
+    }
+
+    /// ``requeue(keeping:freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
+    /// `freshStart` for failed records: the first argument is `updatedAt`.
+    static let requeueAssignments = """
+        state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
+            attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
+            lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
+            lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
+        """
+
+    /// No lease: any process may claim it.
+    mutating func releaseLease() {
+        leaseOwner = nil
+        leaseExpiresAt = nil
+    }
+
+    private mutating func clearError() {
+        lastErrorCode = nil
+        lastErrorMessage = nil
+    }
+}

@@ -1,0 +1,25 @@
+import GRDB
+
+/// A GRDB writer whose failures leave as ``CourierError/Code/database`` (the native error
+/// kept as `underlying`; a ``CourierError`` thrown inside passes as is): the database
+/// boundary of every target of the package.
+package struct MappedWriter: Sendable {
+    /// The writer underneath, for what needs GRDB itself (observations).
+    package let writer: any DatabaseWriter
+
+    package init(_ writer: any DatabaseWriter) { self.writer = writer }
+
+    /// Runs a write transaction.
+    package func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        do { return try await writer.write(body) } catch let e as CourierError { throw e } catch {
+            throw CourierError(.database, "database write failed", underlying: error)
+        }
+    }
+
+    /// Runs a read.
+    package func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        do { return try await writer.read(body) } catch let e as CourierError { throw e } catch {
+            throw CourierError(.database, "database read failed", underlying: error)
+        }
+    }
+}

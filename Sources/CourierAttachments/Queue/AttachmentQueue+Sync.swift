@@ -1,0 +1,121 @@
+import Courier
+import Foundation
+import GRDB
+
+/// The sync passes: uploads and downloads of what the watched items and the local saves ask
+/// for, each settled with a retry schedule.
+extension AttachmentQueue {
+    /// Asks for a sync pass; during a pass, schedules exactly one more.
+    public func requestSync() {
+        guard !stopped else { return }
+        if syncTask != nil {
+            passRequested = true
+            return
+        }
+        syncTask = Task { await self.runPasses() }
+    }
+
+    /// Runs a full pass now (after the running one), and returns when it is done.
+    public func sync() async {
+        let wasStopped = stopped
+        stopped = false
+        requestSync()
+        if syncTask != nil { passRequested = true }
+        await syncTask?.value
+        stopped = wasStopped
+    }
+
+    func runPasses() async {
+        repeat {
+            passRequested = false
+            await pass()
+        } while passRequested && !stopped
+        syncTask = nil
+        scheduleWake()
+    }
+
+    /// One pass: every queued upload, download and delete that is not backing off, at most
+    /// ``AttachmentQueueOptions/maxConcurrentTransfers`` at once, then cache expiry.
+    func pass() async {
+        let table = self.table
+        let pending: [Attachment]
+        do {
+            pending = try await writer.read { db in try table.fetchAll(db, states: [.queuedUpload, .queuedDownload, .queuedDelete]) }
+        } catch {
+            logger.error("cannot read the attachment queue: \(error)")
+            return
+        }
+        let now = ContinuousClock.now
+        let due = pending.filter { (notBefore[$0.id] ?? now) <= now }
+        let limit = max(1, options.maxConcurrentTransfers)
+        await withTaskGroup(of: (Attachment, (any Error)?).self) { group in
+            var iterator = due.makeIterator()
+            var running = 0
+            while running < limit, let next = iterator.next() {
+                group.addTask { await (next, self.transfer(next)) }
+                running += 1
+            }
+            while let (attachment, error) = await group.next() {
+                await settle(attachment, error)
+                if let next = iterator.next() {
+                    group.addTask { await (next, self.transfer(next)) }
+                }
+            }
+        }
+        do { try await expireCache() } catch {
+            // The cache is trimmed again after the next pass; nothing is lost meanwhile.
+            logger.warning("expiring the archive cache failed: \(error)")
+        }
+    }
+
+    /// Records a transfer's outcome: success clears the backoff; failure asks the error
+    /// handler (retry or archive), and backs off before the next try.
+    func settle(_ attachment: Attachment, _ error: (any Error)?) async {
+        guard let error else {
+            failures[attachment.id] = nil
+            notBefore[attachment.id] = nil
+            return
+        }
+        logger.warning("attachment \(attachment.id) \(attachment.state) failed: \(Redactor.redact(String(describing: error)))")
+        var retry = true
+        if let errorHandler {
+            switch attachment.state {
+            case .queuedDownload: retry = await errorHandler.onDownloadError(attachment: attachment, error: error)
+            case .queuedUpload: retry = await errorHandler.onUploadError(attachment: attachment, error: error)
+            case .queuedDelete: retry = await errorHandler.onDeleteError(attachment: attachment, error: error)
+            default: break
+            }
+        } else if attachment.state == .queuedUpload, (error as? CourierError)?.code == .fileNotFound {
+            retry = false   // no file, nothing will ever upload
+        }
+        if !retry {
+            failures[attachment.id] = nil
+            notBefore[attachment.id] = nil
+            let table = self.table
+            var archived = attachment
+            archived.state = .archived
+            archived.timestamp = Attachment.now()
+            let record = archived
+            do { _ = try await writer.write { db in try table.update(db, record, ifStateIs: attachment.state) } } catch {
+                // Not archived: the attachment stays in its queued state and the next pass
+                // meets the same outcome again.
+                logger.warning("archiving attachment \(attachment.id) failed: \(error)")
+            }
+            return
+        }
+        let count = (failures[attachment.id] ?? 0) + 1
+        failures[attachment.id] = count
+        notBefore[attachment.id] = ContinuousClock.now + options.retryPolicy.delay(afterFailures: count, retryAfter: nil)
+    }
+
+    /// Wakes for the earliest backoff to end, so a retry does not wait for the timer.
+    func scheduleWake() {
+        wakeTask?.cancel()
+        guard !stopped, let earliest = notBefore.values.min() else { return }
+        wakeTask = Task { [weak self] in
+            try? await Task.sleep(until: earliest, clock: .continuous)   // a cancelled sleep ends early; the loop checks cancellation next
+            if Task.isCancelled { return }
+            await self?.requestSync()
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The origin's plumbing: one connection's request loop, uploads, path resolution, and
+/// the helpers that write heads and short replies.
+extension CourierOrigin {
+    func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>) async {
+        try? await connection.executeThenClose { inbound, outbound in   // a client that drops its connection is no error of the origin's
+            var head: HTTPRequestHead?
+            var upload: UploadSink?
+            for try await part in inbound {
+                switch part {
+                case let .head(h):
+                    head = h
+                    upload = nil
+                    if h.method == .PUT, writable { upload = try? UploadSink(directory: directory) }   // no sink: the upload is answered 500 below
+                case var .body(buffer):
+                    try upload?.write(&buffer)
+                case .end:
+                    guard let h = head else { return }
+                    head = nil
+                    let keepAlive: Bool
+                    if h.method == .PUT || h.method == .DELETE {
+                        keepAlive = try await respondToWrite(h, upload: upload, outbound: outbound)
+                    } else {
+                        keepAlive = try await respond(to: h, outbound: outbound)
+                    }
+                    upload?.discard()
+                    upload = nil
+                    if !keepAlive { return }
+                }
+            }
+        }
+    }
+
+    /// PUT stores the body at the path (atomically: temp file, then rename); DELETE
+    /// removes the file (404 when it is not there). Only when the origin is writable.
+    func respondToWrite(_ head: HTTPRequestHead, upload: UploadSink?, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
+        let (path, query) = Self.splitTarget(head.uri)
+        let keepAlive = head.isKeepAlive
+        var record = OriginRequest(method: head.method.rawValue, path: path, range: nil, ifRange: nil, acceptEncoding: nil,
+                                   authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
+        defer { let r = record; state.withLockedValue { s in s.nextSerial += 1; s.log.append((s.nextSerial, r)) } }
+        let (fault, count, requiredAuth): (Fault, Int, String?) = state.withLockedValue { s in
+            s.counts[path, default: 0] += 1
+            let q = Fault(query: query)
+            return (q.isEmpty ? (s.faults[path] ?? Fault()) : q, s.counts[path]!, s.requiredAuthorization)
+        }
+        func answer(_ status: Int) async throws -> Bool {
+            record.status = status
+            try await writeSimple(status: status, outbound: outbound, keepAlive: keepAlive, isHead: false)
+            return keepAlive
+        }
+        guard writable else { return try await answer(405) }
+        if let requiredAuth, head.headers.first(name: "Authorization") != requiredAuth { return try await answer(401) }
+        if let status = fault.failStatus, fault.failCount == 0 || count <= fault.failCount { return try await answer(status) }
+        guard let decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return try await answer(400) }
+        let parts = decoded.split(separator: "/").filter { $0 != "." }
+        guard !parts.isEmpty, !parts.contains("..") else { return try await answer(400) }
+        let target = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }
+        if head.method == .DELETE {
+            guard FileManager.default.fileExists(atPath: target.path) else { return try await answer(404) }
+            try? FileManager.default.removeItem(at: target)   // deleting what may not exist: DELETE is idempotent
+            return try await answer(204)
+        }
+        guard let upload else { return try await answer(500) }
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try upload.commit(to: target)
+        return try await answer(201)
+    }
+
+    /// Jellyfin-shaped routes, served from `jellyfin/` in the directory when it exists:
+    /// `/Items/{id}` → `items/{id}.json`, `/Items/{id}/Download` → `media/{id}`,
+    /// `/Items/{id}/Images/{Kind}` → `images/{id}-{Kind}.jpg`.
+    static func jellyfinRoute(_ decoded: String) -> String? {
+        let parts = decoded.split(separator: "/").map(String.init)
+        guard parts.count >= 2, parts[0] == "Items" else { return nil }
+        let id = parts[1]
+        if parts.count == 2 { return "jellyfin/items/\(id).json" }
+        if parts.count == 3, parts[2] == "Download" { return "jellyfin/media/\(id)" }
+        if parts.count == 4, parts[2] == "Images" { return "jellyfin/images/\(id)-\(parts[3]).jpg" }
+        return nil
+    }
+
+    /// Maps a URL path to a regular file inside the directory, refusing traversal.
+    func resolve(_ path: String) -> ServedFile? {
+        guard var decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return nil }
+        if let route = Self.jellyfinRoute(decoded), FileManager.default.fileExists(atPath: directory.appendingPathComponent("jellyfin").path) {
+            decoded = route
+        }
+        let parts = decoded.split(separator: "/").filter { $0 != "." }
+        guard !parts.contains("..") else { return nil }
+        let url = parts.reduce(directory) { $0.appendingPathComponent(String($1)) }
+        guard url.path.hasPrefix(directory.path) else { return nil }
+        guard let attrs = try? FileManager.default.attributesOfItem(atPath: url.path),   // no such file: 404
+              attrs[.type] as? FileAttributeType == .typeRegular,
+              let size = (attrs[.size] as? NSNumber)?.int64Value,
+              let date = attrs[.modificationDate] as? Date else { return nil }
+        return ServedFile(url: url, size: size, mtime: date.timeIntervalSince1970.rounded(.down))
+    }
+
+    func readAll(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
+
+    func writeHead(status: Int, headers: [(String, String)], outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, keepAlive: Bool) async throws {
+        var text = "HTTP/1.1 \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n"
+        text += "Date: \(Self.httpDate(Date().timeIntervalSince1970))\r\nServer: CourierOrigin\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        if !keepAlive { text += "Connection: close\r\n" }
+        text += "\r\n"
+        try await outbound.write(ByteBuffer(string: text))
+    }
+
+    func writeSimple(status: Int, extra: [(String, String)] = [], body: String? = nil, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>, keepAlive: Bool, isHead: Bool) async throws {
+        let text = body ?? "\(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\n"
+        try await writeHead(status: status, headers: extra + [("Content-Type", "text/plain"), ("Content-Length", String(text.utf8.count))], outbound: outbound, keepAlive: keepAlive)
+        if !isHead { try await outbound.write(ByteBuffer(string: text)) }
+    }
+
+    static func splitTarget(_ uri: String) -> (String, [String: String]) {
+        guard let q = uri.firstIndex(of: "?") else { return (uri, [:]) }
+        var query: [String: String] = [:]
+        for pair in uri[uri.index(after: q)...].split(separator: "&") {
+            let kv = pair.split(separator: "=", maxSplits: 1)
+            query[String(kv[0])] = kv.count > 1 ? (String(kv[1]).removingPercentEncoding ?? String(kv[1])) : ""
+        }
+        return (String(uri[..<q]), query)
+    }
+
+    static func httpDate(_ seconds: Double) -> String {
+        let f = DateFormatter()
+        f.locale = Locale(identifier: "en_US_POSIX")
+        f.timeZone = TimeZone(identifier: "GMT")
+        f.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return f.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}

@@ -1,0 +1,137 @@
+import Courier
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import NIOCore
+import NIOHTTP1
+
+/// An `HTTPTransport` over `URLSession` data tasks: the system's networking and TLS, and
+/// its policies (cellular, expensive and constrained networks, waiting for connectivity).
+///
+/// The body streams through the session's delegate into the engine as it arrives; when the
+/// engine falls more than ``URLSessionTransport/bufferLimit`` bytes behind (a slow disk), the task is suspended
+/// until it catches up, so nothing is buffered whole. Redirects are handed back to the
+/// engine (it follows them under its own rules); the engine's `Accept-Encoding: identity`
+/// is sent as is.
+///
+/// On Linux this runs on swift-corelibs-foundation's URLSession (libcurl); the policies
+/// that only Apple's URLSession has are ignored there (see ``URLSessionTransport/Policies``).
+public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // immutable after init; the router is locked
+    /// What the system may use for a download.
+    public struct Policies: Sendable, Equatable {
+        /// Whether cellular networks may be used (Apple platforms).
+        public var allowsCellularAccess = true
+        /// Whether networks the system deems expensive may be used (Apple platforms).
+        public var allowsExpensiveNetworkAccess = true
+        /// Whether networks in Low Data Mode may be used (Apple platforms).
+        public var allowsConstrainedNetworkAccess = true
+        /// Whether a request waits for connectivity instead of failing at once (Apple platforms).
+        public var waitsForConnectivity = false
+        /// How long a request may wait for its reply's head (and between body bytes).
+        public var requestTimeout: Duration = .seconds(60)
+
+        /// The defaults: every network, fail fast when offline.
+        public init() {}
+    }
+
+    /// The most body bytes held between the network and the engine before the task is suspended.
+    public let bufferLimit: Int
+    private let session: URLSession
+    private let router: TaskRouter
+    private let isShutDown = Locked(false)
+    /// The most body bytes any reply held at once: what the backpressure bounds.
+    let bufferHighWater = Locked(0)
+
+    /// Makes a transport with its own session.
+    /// - Parameters:
+    ///   - policies: what the system may use.
+    ///   - bufferLimit: body bytes held before the task is suspended.
+    ///   - decompressionRatioLimit: the largest decoded/encoded ratio accepted from a server
+    ///     that compresses anyway (the system decodes it): a bound against decompression bombs.
+    public init(policies: Policies = Policies(), bufferLimit: Int = 4 << 20, decompressionRatioLimit: Int = 100) {
+        let configuration = URLSessionConfiguration.default
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        let timeout = policies.requestTimeout.components
+        configuration.timeoutIntervalForRequest = max(1, Double(timeout.seconds) + Double(timeout.attoseconds) / 1e18)
+        configuration.allowsCellularAccess = policies.allowsCellularAccess
+        policies.applyPlatformPolicies(to: configuration)   // URLSessionPolicies+Darwin.swift; nothing on Linux
+        self.bufferLimit = bufferLimit
+        let router = TaskRouter(decompressionRatioLimit: decompressionRatioLimit)
+        self.router = router
+        self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
+    }
+
+    /// Sends the request; returns once the reply's head has arrived.
+    public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        // A task of an invalidated session is not to be made (Apple raises an exception).
+        if isShutDown.withLock({ $0 }) { throw CourierError(.invalidState, "the URLSession transport was shut down") }
+        guard let url = URL(string: request.url) else { throw CourierError(.invalidURL, "invalid URL \(request.url)") }
+        var urlRequest = URLRequest(url: url)
+        urlRequest.httpMethod = request.method
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        for (name, value) in request.headers { urlRequest.addValue(value, forHTTPHeaderField: name) }
+        let task = session.dataTask(with: urlRequest)
+        let stream = BodyStream(task: task, limit: bufferLimit, highWater: bufferHighWater)
+        let target = request.url
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (head: CheckedContinuation<TransportResponse, any Error>) in
+                router.register(task, TaskRouter.Entry(head: head, body: stream, url: target))
+                // Cancelled before it started (onCancel may have run before the register):
+                // end it here, so the waiter is never left without an answer.
+                if Task.isCancelled {
+                    task.cancel()
+                    router.abandon(task)
+                } else {
+                    task.resume()
+                }
+            }
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// Ends the session; running tasks are cancelled.
+    public func shutdown() async throws {
+        guard isShutDown.withLock({ let was = $0; $0 = true; return !was }) else { return }
+        session.invalidateAndCancel()
+    }
+
+    /// The session holds its delegate until invalidated (Apple: "If you do not invalidate
+    /// the session, your app leaks memory"): a transport dropped without ``shutdown()``
+    /// lets its running tasks finish, then releases the session.
+    deinit {
+        if isShutDown.withLock({ !$0 }) { session.finishTasksAndInvalidate() }
+    }
+
+    /// A `URLError` (or any error of the session) as a `CourierError`.
+    static func map(_ error: any Error, url: String) -> any Error {
+        if error is CancellationError || error is CourierError { return error }
+        guard let e = error as? URLError else {
+            return CourierError(.network, "network error talking to \(url): \(error)", underlying: error)
+        }
+        switch e.code {
+        case .cancelled: return CancellationError()
+        case .cannotConnectToHost: return CourierError(.connectionRefused, "connection refused by \(url) (nothing listens there)", underlying: e)
+        case .timedOut: return CourierError(.timeout, "timed out talking to \(url)", underlying: e)
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+             .serverCertificateHasUnknownRoot, .clientCertificateRejected, .clientCertificateRequired:
+            return CourierError(.tls, "the TLS handshake with \(url) failed (untrusted or invalid certificate)", underlying: e)
+        case .badURL, .unsupportedURL: return CourierError(.invalidURL, "invalid URL \(url)", underlying: e)
+        case .appTransportSecurityRequiresSecureConnection:
+            return CourierError(.unsupportedScheme, "App Transport Security refuses plain http to \(url): use https, or an exception in Info.plist", underlying: e)
+        case .dataNotAllowed, .internationalRoamingOff:
+            return CourierError(.networkNotAllowed, "the system's network policy does not allow this download now (cellular, expensive or Low Data Mode network): \(url)", underlying: e)
+        default: return CourierError(.network, "network error talking to \(url): \(e.localizedDescription)", underlying: e)
+        }
+    }
+}
+
+#if canImport(FoundationNetworking)
+extension URLSessionTransport.Policies {
+    /// FoundationNetworking has none of Apple's other network policies: nothing to set.
+    func applyPlatformPolicies(to configuration: URLSessionConfiguration) {}
+}
+#endif

@@ -1,0 +1,84 @@
+import Courier
+import CourierOrigin
+import Foundation
+import Testing
+
+/// `courier get` behaves the same over either HTTP stack: resumes after a SIGKILL, never
+/// splices a changed file, restarts when a range is answered with the whole file.
+@Suite(.serialized) struct TransportCLITests {
+    static let transports = ["nio", "urlsession"]
+
+    /// Starts `get`, SIGKILLs it once its partial holds bytes, and returns the partial's length.
+    private func killMidway(_ args: [String], partial: URL) async throws -> Int64 {
+        let (p, out, err) = try CLITests.launch(args)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var kept: Int64 = 0
+        while ContinuousClock.now < deadline {
+            kept = PartialFile.length(at: partial)
+            if kept > 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(p.processIdentifier, SIGKILL)
+        _ = await CLITests.finish(p, out, err)
+        return PartialFile.length(at: partial)
+    }
+
+    @Test(arguments: transports) func aKilledGetResumesWithARange(_ transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("f.bin", size: 6 << 20)
+        var stall = Fault(); stall.stallAfterBytes = 2 << 20
+        w.origin.setFault(stall, for: "/f.bin")
+        let target = w.out.appendingPathComponent("f.bin")
+        let args = ["get", w.origin.url("/f.bin"), "-o", target.path, "--transport", transport, "--db", w.db, "-q"]
+        let kept = try await killMidway(args, partial: URL(fileURLWithPath: target.path + ".partial"))
+        #expect(kept > 0 && !FileManager.default.fileExists(atPath: target.path))
+        w.origin.setFault(nil, for: "/f.bin")
+        w.origin.clearRequests()
+        let again = try await CLITests.run(args)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: target) == data)
+        let gets = w.origin.requests.filter { $0.method == "GET" }
+        #expect(gets.count == 1 && gets[0].range == "bytes=\(kept)-" && gets[0].ifRange != nil && gets[0].status == 206, "\(gets.map { ($0.range, $0.status) })")
+        #expect(gets[0].bodyBytesSent == Int64(data.count) - kept)
+    }
+
+    @Test(arguments: transports) func aChangedFileIsNeverSplicedAndAWholeReplyRestarts(_ transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try w.serve("f.bin", size: 6 << 20)
+        var stall = Fault(); stall.stallAfterBytes = 2 << 20
+        w.origin.setFault(stall, for: "/f.bin")
+        let target = w.out.appendingPathComponent("f.bin")
+        let args = ["get", w.origin.url("/f.bin"), "-o", target.path, "--transport", transport, "--db", w.db, "-q"]
+        _ = try await killMidway(args, partial: URL(fileURLWithPath: target.path + ".partial"))
+        // The file changes on the server (new bytes, new validators): If-Range makes the
+        // reply a 200, which replaces the partial from byte 0.
+        var changed = Data(count: 5 << 20)
+        for i in stride(from: 0, to: changed.count, by: 4096) { changed[i] = UInt8(truncatingIfNeeded: i / 4096 + 7) }
+        try changed.write(to: w.served.appendingPathComponent("f.bin"))
+        w.origin.setFault(nil, for: "/f.bin")
+        w.origin.clearRequests()
+        let again = try await CLITests.run(args)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: target) == changed)
+        #expect(w.origin.requests.filter { $0.method == "GET" }.last?.status == 200)
+
+        // A server that ignores ranges: the whole reply restarts the file, never appended.
+        var norange = Fault(); norange.stallAfterBytes = 2 << 20
+        w.origin.setFault(norange, for: "/f.bin")
+        try FileManager.default.removeItem(at: target)
+        let args2 = ["get", w.origin.url("/f.bin"), "-o", target.path, "--transport", transport, "--db", w.db, "-q", "--id", "second"]
+        _ = try await killMidway(args2, partial: URL(fileURLWithPath: target.path + ".partial"))
+        var ignore = Fault(); ignore.ignoreRange = true
+        w.origin.setFault(ignore, for: "/f.bin")
+        let third = try await CLITests.run(args2)
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(try Data(contentsOf: target) == changed)
+    }
+
+    @Test func urlsessionRefusesTLSFlagsItCannotHonour() async throws {
+        let r = try await CLITests.run(["get", "https://127.0.0.1:1/x", "--transport", "urlsession", "--insecure", "-o", "/tmp/x"])
+        #expect(r.status == 64 && r.stderr.contains("need --transport nio"), "\(r.stderr)")
+    }
+}

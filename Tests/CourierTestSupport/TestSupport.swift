@@ -1,0 +1,63 @@
+import Courier
+import Foundation
+
+// Helpers every test target shares (one copy, not one per target).
+
+/// The code of the error `body` throws (`nil` when it throws none), or `"native: …"` when
+/// the error is not a ``CourierError``: what error-boundary tests compare.
+public func errorCode(_ body: () async throws -> Void) async -> String? {
+    do { try await body(); return nil } catch let e as CourierError { return e.code.rawValue } catch { return "native: \(type(of: error)) \(error)" }
+}
+
+/// Polls until a condition holds or the timeout passes.
+public func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+}
+
+/// A fresh folder under the system's temporary directory.
+public func temporaryFolder(_ prefix: String) -> URL {
+    let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)   // a test that needs it fails on its first write
+    return url
+}
+
+/// A loopback port nothing listens on (bound, then closed).
+public func closedLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
+
+/// A self-signed certificate for 127.0.0.1 and localhost, made with openssl for the test.
+public struct SelfSignedCertificate: Sendable {
+    public let certificate: String
+    public let key: String
+
+    public static let isAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
+
+    public init(in dir: URL) throws {
+        certificate = dir.appendingPathComponent("cert.pem").path
+        key = dir.appendingPathComponent("key.pem").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-days", "2",
+                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { throw CourierError(.unexpected, "openssl could not make a certificate") }
+    }
+}

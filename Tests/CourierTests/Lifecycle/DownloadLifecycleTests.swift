@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+@testable import Courier
+
+/// The run's rules, table-driven, with no server: each row feeds the machine a sequence of
+/// inputs and checks every action it returns.
+@Suite struct DownloadLifecycleTests {
+    /// An input, and a short name for the action it must produce.
+    enum Step {
+        case start(kept: Int64)
+        case ended(DownloadLifecycle.Outcome, progressed: Bool = false, kept: Int64 = 0)
+        case refreshed(found: Bool, kept: Int64 = 0)
+        case waited(kept: Int64 = 0)
+        case restarted
+    }
+
+    static let policy: RetryPolicy = {
+        var p = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(8), maxAttempts: 3, maxRetryAfter: .seconds(30))
+        p.maxRefusedAttempts = 2
+        return p
+    }()
+    static let record = DownloadRecord(id: "r", remoteUrl: "http://h/f", localFinalPath: "f", partialPath: "f.partial")
+    static let net = CourierError(.network, "reset")
+    static let refused = CourierError(.connectionRefused, "refused")
+    static let denied = CourierError(.accessDenied, "403", httpStatus: 403)
+    static let gone = CourierError(.accessDenied, "410", httpStatus: 410)
+
+    static func describe(_ a: DownloadLifecycle.Action) -> String {
+        switch a {
+        case .attempt: return "attempt"
+        case .refreshURL(.beforeResume): return "refresh(beforeResume)"
+        case let .refreshURL(.accessDenied(status)): return "refresh(denied \(status))"
+        case let .backOff(e, delay, attempt, limit): return "backOff(\(e.code.rawValue) \(attempt)/\(limit) \(Int(delay.timeInterval * 1000))ms)"
+        case let .restartFromZero(reason): return "restart(\(reason))"
+        case let .complete(r): return "complete(\(r.id))"
+        case let .fail(e): return "fail(\(e.code.rawValue): \(e.message))"
+        case let .pause(e): return "pause(\(e.code.rawValue))"
+        }
+    }
+
+    static func run(_ steps: [Step], canRefresh: Bool = true, maxRestarts: Int = 2) -> [String] {
+        // Jitter 1: every wait is the full exponential step, so delays are exact.
+        var machine = DownloadLifecycle(retryPolicy: policy, maxRestarts: maxRestarts, canRefresh: canRefresh, jitter: { 1 })
+        return steps.map { step in
+            let action: DownloadLifecycle.Action
+            switch step {
+            case let .start(kept): action = machine.start(kept: kept)
+            case let .ended(o, progressed, kept): action = machine.attemptEnded(o, progressed: progressed, kept: kept)
+            case let .refreshed(found, kept): action = machine.refreshed(found: found, kept: kept)
+            case let .waited(kept): action = machine.waited(kept: kept)
+            case .restarted: action = machine.restarted()
+            }
+            return describe(action)
+        }
+    }
+
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        var steps: [Step]
+        var expected: [String]
+        var canRefresh = true
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "a fresh download attempts, then completes",
+            steps: [.start(kept: 0), .ended(.finished(record))],
+            expected: ["attempt", "complete(r)"]),
+        Row(name: "kept bytes and a refresher: a fresh URL once before the first attempt",
+            steps: [.start(kept: 10), .refreshed(found: true, kept: 10), .ended(.retry(net, after: nil), kept: 10), .waited(kept: 10)],
+            expected: ["refresh(beforeResume)", "attempt", "backOff(E_NETWORK 1/3 1000ms)", "attempt"]),
+        Row(name: "kept bytes, no refresher: straight to the attempt",
+            steps: [.start(kept: 10)], expected: ["attempt"], canRefresh: false),
+        Row(name: "a refresher that has nothing before resume: the stored URL is used",
+            steps: [.start(kept: 10), .refreshed(found: false, kept: 10)],
+            expected: ["refresh(beforeResume)", "attempt"]),
+        Row(name: "passing failures back off exponentially and give up at the limit",
+            steps: [.start(kept: 0), .ended(.retry(net, after: nil)), .waited(), .ended(.retry(net, after: nil)), .waited(), .ended(.retry(net, after: nil))],
+            expected: ["attempt", "backOff(E_NETWORK 1/3 1000ms)", "attempt", "backOff(E_NETWORK 2/3 2000ms)", "attempt",
+                       "fail(E_NETWORK: reset (gave up after 3 attempts))"]),
+        Row(name: "an attempt that received bytes starts the count afresh",
+            steps: [.start(kept: 0), .ended(.retry(net, after: nil)), .waited(), .ended(.retry(net, after: nil), progressed: true, kept: 5)],
+            expected: ["attempt", "backOff(E_NETWORK 1/3 1000ms)", "attempt", "backOff(E_NETWORK 1/3 1000ms)"],
+            canRefresh: false),
+        Row(name: "a bounded reply (needsMore) resets the count and asks again",
+            steps: [.start(kept: 0), .ended(.retry(net, after: nil)), .waited(), .ended(.needsMore, kept: 4), .ended(.retry(net, after: nil), kept: 4)],
+            expected: ["attempt", "backOff(E_NETWORK 1/3 1000ms)", "attempt", "attempt", "backOff(E_NETWORK 1/3 1000ms)"],
+            canRefresh: false),
+        Row(name: "Retry-After longer than the backoff is honoured, capped",
+            steps: [.start(kept: 0), .ended(.retry(CourierError(.httpClientError, "429", httpStatus: 429), after: 7)), .waited(),
+                    .ended(.retry(CourierError(.httpClientError, "429", httpStatus: 429), after: 3600))],
+            expected: ["attempt", "backOff(E_HTTP_4XX 1/3 7000ms)", "attempt", "backOff(E_HTTP_4XX 2/3 30000ms)"]),
+        Row(name: "refused connections have their own, smaller limit",
+            steps: [.start(kept: 0), .ended(.retry(refused, after: nil)), .waited(), .ended(.retry(refused, after: nil))],
+            expected: ["attempt", "backOff(E_CONNECTION_REFUSED 1/2 1000ms)", "attempt", "fail(E_CONNECTION_REFUSED: refused (gave up after 2 attempts))"]),
+        Row(name: "a denial asks for a fresh URL once, and the run goes on with it",
+            steps: [.start(kept: 0), .ended(.refresh(denied)), .refreshed(found: true), .ended(.finished(record))],
+            expected: ["attempt", "refresh(denied 403)", "attempt", "complete(r)"]),
+        Row(name: "a denial the refresher cannot answer fails with the denial",
+            steps: [.start(kept: 0), .ended(.refresh(gone)), .refreshed(found: false)],
+            expected: ["attempt", "refresh(denied 410)", "fail(E_ACCESS_DENIED: 410)"]),
+        Row(name: "a second denial after a refresh fails: no refresh loop",
+            steps: [.start(kept: 0), .ended(.refresh(denied)), .refreshed(found: true), .ended(.refresh(denied))],
+            expected: ["attempt", "refresh(denied 403)", "attempt", "fail(E_ACCESS_DENIED: 403)"]),
+        Row(name: "a denial with no refresher fails at once",
+            steps: [.start(kept: 0), .ended(.refresh(denied))],
+            expected: ["attempt", "fail(E_ACCESS_DENIED: 403)"], canRefresh: false),
+        Row(name: "a changed file restarts from zero, then the attempt comes without a before-resume refresh",
+            steps: [.start(kept: 0), .ended(.restart("changed"), kept: 100), .restarted, .ended(.finished(record))],
+            expected: ["attempt", "restart(changed)", "attempt", "complete(r)"]),
+        Row(name: "restarts are bounded",
+            steps: [.start(kept: 0), .ended(.restart("a")), .restarted, .ended(.restart("b")), .restarted, .ended(.restart("c"))],
+            expected: ["attempt", "restart(a)", "attempt", "restart(b)", "attempt", "fail(E_PROTOCOL: gave up after 2 restarts: c)"]),
+        Row(name: "a hard failure ends the run",
+            steps: [.start(kept: 0), .ended(.fail(CourierError(.checksumMismatch, "bad")))],
+            expected: ["attempt", "fail(E_CHECKSUM_MISMATCH: bad)"]),
+    ]
+
+    @Test(arguments: rows) func transitions(_ row: Row) {
+        #expect(Self.run(row.steps, canRefresh: row.canRefresh) == row.expected)
+    }
+
+    @Test func anEscapingErrorPausesOnlyForAFullDisk() {
+        guard case .pause = DownloadLifecycle.ending(for: CourierError(.noSpace, "full")) else { Issue.record("no space must pause"); return }
+        guard case .fail = DownloadLifecycle.ending(for: CourierError(.fileWrite, "EIO")) else { Issue.record("others fail"); return }
+    }
+
+    @Test func endingsAreMarked() {
+        var m = DownloadLifecycle(retryPolicy: Self.policy, maxRestarts: 1, canRefresh: false)
+        #expect(!m.start(kept: 0).isEnding && !m.hasEnded)
+        #expect(m.attemptEnded(.fail(Self.net), progressed: false, kept: 0).isEnding && m.hasEnded)
+    }
+
+    /// The range path counts by the same budget: same limits, same reset on progress.
+    @Test func aRangeCountsFailuresLikeAWholeDownload() {
+        var budget = RetryBudget(policy: Self.policy, jitter: { 1 })
+        #expect(budget.failed(Self.net, retryAfter: nil, progressed: false) == .wait(.seconds(1), attempt: 1, limit: 3))
+        #expect(budget.failed(Self.net, retryAfter: 5, progressed: false) == .wait(.seconds(5), attempt: 2, limit: 3))
+        #expect(budget.failed(Self.net, retryAfter: nil, progressed: true) == .wait(.seconds(1), attempt: 1, limit: 3))
+        #expect(budget.failed(Self.net, retryAfter: nil, progressed: false) == .wait(.seconds(2), attempt: 2, limit: 3))
+        #expect(budget.failed(Self.net, retryAfter: nil, progressed: false) == .giveUp(attempts: 3))
+    }
+
+    @Test func passingErrorsAreClassifiedOnce() {
+        let passing: [CourierError.Code] = [.network, .connectionRefused, .timeout, .shortBody, .httpServerError, .malformedHeader]
+        let final: [CourierError.Code] = [.tls, .accessDenied, .checksumMismatch, .sizeMismatch, .noSpace, .fileWrite, .invalidURL, .protocolViolation, .bodyTooLong]
+        #expect(passing.allSatisfy { CourierError($0, "").isPassing })
+        #expect(final.allSatisfy { !CourierError($0, "").isPassing })
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Courier
+
+/// The record's named transitions keep its invariants; the bulk SQL requeue is the same
+/// change as the Swift one.
+@Suite struct RecordTransitionTests {
+    static let owner = LeaseOwner(id: "host:1:aaaa")
+
+    static func running() -> DownloadRecord {
+        var r = DownloadRecord(id: "r", remoteUrl: "http://h/f", localFinalPath: "f", partialPath: "f.partial")
+        r.claim(by: owner, until: Date().addingTimeInterval(60))
+        r.noteFailedAttempt(CourierError(.network, "reset"), keeping: 10)
+        return r
+    }
+
+    @Test func everyWayOutOfDownloadingReleasesTheLease() {
+        let ends: [(String, (inout DownloadRecord) -> Void, DownloadState)] = [
+            ("complete", { $0.complete(length: 20) }, .completed),
+            ("fail", { $0.fail(CourierError(.tls, "bad cert"), keeping: 12) }, .failed),
+            ("pause", { $0.pause(keeping: 12) }, .paused),
+            ("requeue", { $0.requeue(keeping: 12, freshStart: false) }, .queued),
+        ]
+        for (name, change, state) in ends {
+            var r = Self.running()
+            change(&r)
+            #expect(r.state == state, "\(name)")
+            #expect(r.leaseOwner == nil && r.leaseExpiresAt == nil, "\(name)")
+        }
+    }
+
+    @Test func claimingClearsTheLastErrorAndCompletingForgetsTheHeldVersion() {
+        var r = Self.running()
+        #expect(r.lastErrorCode == "E_NETWORK" && r.attemptCount == 1 && r.bytesReceived == 10)
+        r.claim(by: Self.owner, until: Date())
+        #expect(r.lastErrorCode == nil && r.lastErrorMessage == nil && r.state == .downloading && r.leaseOwner == Self.owner.id)
+        r.heldEtag = "\"v1\""; r.heldBytes = 5
+        r.complete(length: 20)
+        #expect(r.heldEtag == nil && r.heldBytes == nil && r.totalBytes == 20 && r.bytesReceived == 20)
+    }
+
+    @Test func resetToZeroForgetsTheVersion() {
+        var r = Self.running()
+        r.etag = "\"e\""; r.lastModified = "x"; r.totalBytes = 99; r.resumable = false
+        r.resetToZero(countingAttempt: true)
+        #expect(r.bytesReceived == 0 && r.etag == nil && r.lastModified == nil && r.totalBytes == nil && r.resumable && r.attemptCount == 2)
+    }
+
+    /// `requeue(keeping: nil, freshStart: state == .failed)` and the SQL bulk requeue leave
+    /// identical rows, for every state the bulk requeue takes.
+    @Test(arguments: [DownloadState.queued, .downloading, .paused, .failed])
+    func theBulkRequeueIsTheSwiftRequeue(_ state: DownloadState) async throws {
+        var before = Self.running()
+        before.state = state
+        before.lastErrorCode = "E_X"; before.lastErrorMessage = "x"; before.attemptCount = 4
+        before.leaseExpiresAt = Date().addingTimeInterval(-5)   // expired: the requeue takes it
+        var expected = before
+        expected.requeue(keeping: nil, freshStart: state == .failed)
+
+        let db = try CourierDatabase.inMemory()
+        let row = before
+        try await db.write { try row.insert($0) }
+        _ = try await db.requeue(states: [state], owner: LeaseOwner(id: "other:2:bbbb"), excluding: [])
+        let after = try #require(try await db.record(id: "r"))
+        #expect(after.state == expected.state && after.leaseOwner == expected.leaseOwner && after.leaseExpiresAt == expected.leaseExpiresAt)
+        #expect(after.attemptCount == expected.attemptCount && after.lastErrorCode == expected.lastErrorCode && after.lastErrorMessage == expected.lastErrorMessage)
+        #expect(after.bytesReceived == expected.bytesReceived)
+    }
+}
