@@ -246,7 +246,7 @@ public final class CourierOrigin: Sendable {
         if !f.ignoreRange, !f.gzip, let rawRange = head.headers.first(name: "Range"), let range = ByteRangeRequest(rawRange) {
             let ifRange = head.headers.first(name: "If-Range")
             let ifRangeHolds: Bool = {
-                guard let ifRange else { return true }
+                guard let ifRange, !f.ignoreIfRange else { return true }
                 if ifRange.hasPrefix("\"") { return etag != nil && !(etag!.hasPrefix("W/")) && ifRange == etag }
                 if ifRange.hasPrefix("W/") { return false }
                 return lastModified != nil && ifRange == lastModified

@@ -7,6 +7,9 @@ public struct Fault: Sendable, Equatable, Codable {
     public var dropAfterBytes: Int64?
     /// Answer 200 with the whole file to range requests (query: `norange=1`).
     public var ignoreRange = false
+    /// Honour `Range` but ignore `If-Range`: the server that would splice two versions of a
+    /// file if the client let it (query: `noifrange=1`).
+    public var ignoreIfRange = false
     /// Give a new ETag (and Last-Modified) on every request, as if the file changed (query: `changeetag=1`).
     public var changeETag = false
     /// Send weak ETags, `W/"…"` (query: `weak=1`).
@@ -65,6 +68,7 @@ public struct Fault: Sendable, Equatable, Codable {
         func flag(_ k: String) -> Bool { query[k] == "1" || query[k] == "true" }
         dropAfterBytes = int("drop")
         ignoreRange = flag("norange")
+        ignoreIfRange = flag("noifrange")
         changeETag = flag("changeetag")
         weakETag = flag("weak")
         unquotedETag = flag("unquoted")

@@ -29,6 +29,11 @@ extension URLSessionConfiguration {
     /// https://developer.apple.com/documentation/foundation/urlsessionconfiguration/allowsconstrainednetworkaccess
     @available(iOS 13.0, macOS 10.15, tvOS 13.0, visionOS 1.0, watchOS 6.0, *)
     public var allowsConstrainedNetworkAccess: Bool { get { fatalError("stub") } set { fatalError("stub") } }
+    /// https://developer.apple.com/documentation/foundation/urlsessionconfiguration/background(withidentifier:)
+    /// (`class func background(withIdentifier identifier: String) -> URLSessionConfiguration`;
+    /// FoundationNetworking declares it unavailable, so this one is picked)
+    @available(iOS 8.0, macOS 10.10, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)
+    public class func background(withIdentifier identifier: String) -> URLSessionConfiguration { fatalError("stub") }
 }
 
 // MARK: - NSMetadataQuery

@@ -12,6 +12,8 @@ struct DownloadRun: Sendable {
     var liveURL: String? = nil
     /// The download's byte-rate limit, shared by its connections (`nil`: none).
     var limiter: RateLimiter? = nil
+    /// A background hand-off made the partial file whole: verify and finish it, no request.
+    var partialIsWhole = false
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -84,6 +86,16 @@ struct DownloadRun: Sendable {
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
             if let done = try await markCompleted(length: total) { return .completed(done) }
             throw ExternalStop()
+        }
+
+        // A hand-off's reply made the partial whole: the usual finish (size, SHA-256, sync,
+        // rename) with no request. (A partial found whole otherwise asks the server, 416.)
+        if partialIsWhole, let total = record.totalBytes, total > 0, PartialFile.length(at: partialURL) == total {
+            switch try await finish(record: record, length: total, hasher: nil) {
+            case let .finished(done): return .completed(done)
+            case let .fail(error): throw error
+            default: break
+            }
         }
 
         var url = try URLPolicy.validate(try await usableURL(record))

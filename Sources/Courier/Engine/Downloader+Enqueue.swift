@@ -24,6 +24,9 @@ extension Downloader {
         case alreadyRunning
         /// Another process holds its lease and runs it; left to that one.
         case leasedElsewhere
+        /// Handed off to the system (a background task fetches the rest); it comes back
+        /// through its `BackgroundTransfers` (adopted, or taken back).
+        case handedOff
     }
 
     /// Adds many downloads in one database transaction (a list of thousands costs one
@@ -67,6 +70,7 @@ extension Downloader {
         for path in upserts.flatMap(\.discard) { unlink(root.appendingPathComponent(path).path) }
         let results = upserts.map { (record: $0.record, disposition: $0.disposition) }
         for (p, result) in zip(prepared, results) where result.disposition == .queued {
+            wholePartials.remove(p.id)
             // The full URL (with its secrets) stays in this process only.
             liveURLs[p.id] = p.redactedURL != p.request.url ? p.request.url : nil
             context.hub.publish(.stateChanged(id: p.id, state: .queued, error: nil))
@@ -95,6 +99,9 @@ extension Downloader {
             return Upsert(record: r, disposition: .queued)
         }
         if runningHere.contains(p.id) { return Upsert(record: existing, disposition: .alreadyRunning) }
+        // Never requeued behind the hand-off's back: its partial may hold a half-done splice
+        // past the kept bytes, which only the end of the hand-off cuts off.
+        if existing.state == .handedOff { return Upsert(record: existing, disposition: .handedOff) }
         if owner.isBlocked(by: existing) { return Upsert(record: existing, disposition: .leasedElsewhere) }
         var discard: [String] = []
         let final = root.appendingPathComponent(p.destination)

@@ -71,7 +71,7 @@ extension Downloader {
         case .completed: return .ended(id: record.id, .completed(record))
         case .failed: return .ended(id: record.id, .failed(record.lastError ?? CourierError(.invalidState, "failed")))
         case .paused: return .ended(id: record.id, .paused(record.lastError))
-        case .queued, .downloading: return .stateChanged(id: record.id, state: record.state, error: record.lastError)
+        case .queued, .downloading, .handedOff: return .stateChanged(id: record.id, state: record.state, error: record.lastError)
         }
     }
 }

@@ -85,7 +85,8 @@ extension Downloader {
 
     func launch(_ id: String) {
         let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id],
-                              limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0) })
+                              limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0) },
+                              partialIsWhole: wholePartials.remove(id) != nil)
         let runTask = Task { await run.run() }
         let supervisor = Task {
             let outcome = await runTask.value
@@ -120,6 +121,12 @@ extension Downloader {
                 if let partial { unlink(partial.path) }
                 await context.bestEffort("deleting the record", id: id) { try await db.delete(id: id) }
                 end = .cancelled
+            case .handOff:
+                // Not an end: the download goes on in the system's hands, and its stream
+                // ends when the hand-off's result has been adopted and run. (Unrecorded:
+                // it pauses instead.)
+                if case .some(.some) = await context.bestEffort("recording the hand-off", id: id, { try await recordHandOff(id) }) { return }
+                fallthrough
             case .pause:
                 await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: length) } }
                 context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: record?.totalBytes)))

@@ -19,7 +19,18 @@ public actor Downloader {
     let ownsTransport: Bool
 
     struct Adopted: Equatable { var priority: Int; var createdAt: Date }
-    enum Intent { case pause, cancel, shutdown }
+    enum Intent {
+        case pause, cancel, shutdown, handOff
+        /// Which of two stops asked for wins.
+        var rank: Int {
+            switch self {
+            case .shutdown: return 0
+            case .handOff: return 1
+            case .pause: return 2
+            case .cancel: return 3
+            }
+        }
+    }
 
     /// Downloads this process wants to run: queued or running.
     var adopted: [String: Adopted] = [:]
@@ -32,6 +43,10 @@ public actor Downloader {
     var intents: [String: Intent] = [:]
     /// Full URLs (with query secrets) given to this process; the records store them redacted.
     var liveURLs: [String: String] = [:]
+    /// Downloads whose partial file a hand-off made whole: their next run only finishes them.
+    var wholePartials: Set<String> = []
+    /// Hand-off steps waiting for the one under way, per download (`serialized`).
+    var handOffSteps: [String: [CheckedContinuation<Void, Never>]] = [:]
     var isShutDown = false
     /// Whether the scheduler pages through the database's queue (after
     /// ``resumePendingDownloads(includePaused:includeFailed:)``) instead of only what was adopted.
@@ -133,7 +148,10 @@ public actor Downloader {
         let partialLength = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: context.owner, {
             $0.requeue(keeping: partialLength, freshStart: true)
-        }) else { throw CourierError(.invalidState, "download \(id) cannot be resumed now") }
+        }) else {
+            if record.state == .handedOff { throw CourierError(.invalidState, "download \(id) is handed off to the system; take it back first (BackgroundTransfers.takeBack)") }
+            throw CourierError(.invalidState, "download \(id) cannot be resumed now")
+        }
         context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
         adopt(updated)
         pump()
@@ -142,9 +160,16 @@ public actor Downloader {
     /// Pauses a download: the partial file and the record stay, and ``resume(id:url:)`` goes on
     /// from the kept bytes. Returns once the state is persisted.
     public func pause(id: String) async throws {
+        wholePartials.remove(id)
         if await stopRunning(id, .pause) { return }
         let record = try await storedRecord(id)
         guard !record.state.isTerminal else { return }
+        if record.state == .handedOff {
+            // The hand-off ends here: whatever the system's task brings later is not used.
+            let paused = try await serialized(id) { try await endHandOffKeeping(id, { kept in { $0.pause(keeping: kept) } }) }
+            if paused != nil { context.hub.publish(.ended(id: id, .paused(nil))); return }
+            return try await pause(id: id)   // the hand-off ended while this waited: pause what it became
+        }
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length) }) != nil {
             context.hub.publish(.ended(id: id, .paused(nil)))
@@ -154,27 +179,34 @@ public actor Downloader {
     /// Cancels a download: its partial file and its record are deleted. A completed
     /// download's final file is left alone. Returns once both are gone.
     public func cancel(id: String) async throws {
+        wholePartials.remove(id)
         if await stopRunning(id, .cancel) { return }
-        let record = try await storedRecord(id)
-        unlink(context.fileURL(record.partialPath).path)
-        try await context.database.delete(id: id)
-        context.hub.publish(.ended(id: id, .cancelled))
+        let stoppedRun = try await serialized(id) {
+            // An adopted hand-off may have started it while this waited for its step.
+            if await stopRunning(id, .cancel) { return true }
+            let record = try await storedRecord(id)
+            unlink(context.fileURL(record.partialPath).path)
+            try await context.database.delete(id: id)
+            return false
+        }
+        if !stoppedRun { context.hub.publish(.ended(id: id, .cancelled)) }
     }
 
     /// Stops download `id` if it runs here, with `intent`, and returns once its end is
     /// recorded and announced; false when it does not run here. Either way it is no longer
     /// waiting its turn.
-    private func stopRunning(_ id: String, _ intent: Intent) async -> Bool {
+    func stopRunning(_ id: String, _ intent: Intent) async -> Bool {
         adopted[id] = nil
         guard let task = running[id] else { return false }
-        intents[id] = intent
+        // A stop already asked for is never downgraded: cancel over pause over hand-off.
+        if intents[id].map({ $0.rank < intent.rank }) ?? true { intents[id] = intent }
         task.run.cancel()
         await task.supervisor.value
         return true
     }
 
     /// The stored record, or ``CourierError/Code/notFound``.
-    private func storedRecord(_ id: String) async throws -> DownloadRecord {
+    func storedRecord(_ id: String) async throws -> DownloadRecord {
         guard let record = try await context.database.record(id: id) else { throw CourierError(.notFound, "no download with id \(id)") }
         return record
     }

@@ -64,7 +64,7 @@ public struct DownloadButton: Sendable {
             } catch {
                 return .error(CourierError(.readFailed, "\(file.lastPathComponent) does not open", underlying: error))
             }
-        case .queued, .downloading:
+        case .queued, .downloading, .handedOff:
             return .inProgress(record)                                            // rule 4
         case .paused, .failed:
             return .downloadStarted(try await download(request))                  // rule 6

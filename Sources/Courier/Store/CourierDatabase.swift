@@ -106,6 +106,21 @@ public struct CourierDatabase: Sendable {
                 t.add(column: "heldBytes", .integer)
             }
         }
+        // v5: background hand-off: what a download handed to the system kept, so its reply
+        // can be judged and spliced after a relaunch (state `handedOff`).
+        migrator.registerMigration("courier.v5.handoff") { db in
+            try db.create(table: HandOffRecord.databaseTableName) { t in
+                t.column("downloadId", .text).primaryKey()
+                    .references(DownloadRecord.databaseTableName, column: "id", onDelete: .cascade)
+                t.column("keptBytes", .integer).notNull()
+                t.column("etag", .text)
+                t.column("lastModified", .text)
+                t.column("totalBytes", .integer)
+                t.column("resumable", .boolean).notNull()
+                t.column("createdAt", .datetime).notNull()
+                t.column("owner", .text)
+            }
+        }
         return migrator
     }
 }

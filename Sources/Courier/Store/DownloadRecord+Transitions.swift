@@ -93,6 +93,25 @@ extension DownloadRecord {
         if let kept { bytesReceived = kept }
     }
 
+    /// Handed to the system keeping `kept` bytes: `handedOff`, no lease; the engine leaves
+    /// it alone until the hand-off ends (see ``HandOffRecord``).
+    mutating func handOff(keeping kept: Int64) {
+        state = .handedOff
+        releaseLease()
+        clearError()
+        bytesReceived = kept
+    }
+
+    /// The hand-off's reply is spliced: back in the queue with the partial's `length` bytes
+    /// and the reply's validators and size.
+    mutating func adoptHandOff(length: Int64, reply: BodyPlan) {
+        requeue(keeping: length, freshStart: false)
+        totalBytes = reply.totalBytes ?? totalBytes
+        etag = reply.etag
+        lastModified = reply.lastModified
+        resumable = reply.resumable
+    }
+
     /// ``requeue(keeping:freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
     /// `freshStart` for failed records: the first argument is `updatedAt`.
     static let requeueAssignments = """

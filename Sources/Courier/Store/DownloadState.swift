@@ -10,6 +10,10 @@ public enum DownloadState: String, Codable, Sendable, CaseIterable {
     case failed
     /// The final file is in place and verified.
     case completed
+    /// The rest is being fetched by the system (a background URLSession download task)
+    /// while the app is suspended: the engine leaves it alone until the hand-off's result
+    /// is adopted or the hand-off is taken back (see `Downloader+HandOff.swift`).
+    case handedOff
 
     /// Whether nothing more will happen without a new request.
     public var isTerminal: Bool { self == .failed || self == .completed }

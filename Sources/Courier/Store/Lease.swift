@@ -44,6 +44,12 @@ public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
         return mayBeAlive(owner)
     }
 
+    /// Whether `owner` is a downloader of this very process (same host and pid).
+    func sharesProcess(with owner: String) -> Bool {
+        let parts = owner.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count >= 3 && String(parts[0]) == liveness.hostName && Int32(parts[1]) == getpid()
+    }
+
     /// False only when the owner is certainly not running: a process of this host that is
     /// gone, a zombie, or whose pid now belongs to a process started at another time.
     /// Another host's owner, or anything that cannot be told, counts as alive until expiry.

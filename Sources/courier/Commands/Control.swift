@@ -63,6 +63,7 @@ struct Resume: AsyncParsableCommand {
             let downloader = Downloader(configuration: configuration, database: database, transport: engine.transport(),
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
             if let id {
+                try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first
                 // Never send `token=REDACTED`: a URL whose secret was not stored needs it again.
                 if url == nil, let record = try await downloader.record(id: id), Redactor.isRedacted(url: record.remoteUrl) {
                     await downloader.shutdown()
@@ -78,6 +79,7 @@ struct Resume: AsyncParsableCommand {
             // live lease) are left to it. One event stream follows them all, subscribed
             // before anything starts so no final event is missed.
             let events = downloader.events()
+            try await HandOffs.recover(downloader, store: store)
             let count = try await downloader.resumeAllPending(includePaused: true, includeFailed: true)
             if count == 0 {
                 await downloader.shutdown()

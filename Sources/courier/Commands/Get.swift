@@ -56,6 +56,13 @@ struct Get: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log what the engine does.")
     var verbose = false
 
+    @Option(name: .customLong("hand-off-at"),
+            help: "Replay an app's background hand-off: once this much is in (10M, 512K), the rest is fetched by a URLSession download task and spliced in, as when iOS suspends the app.")
+    var handOffAt: ByteSize?
+
+    @Flag(name: .customLong("chaos-hold-arrival"), help: .hidden)
+    var chaosHoldArrival = false
+
     @OptionGroup var store: StoreOptions
     @OptionGroup var engine: EngineOptions
 
@@ -68,6 +75,7 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("-o, --sha256 and --id apply to one URL; with several, use -d DIR (each file is named after its URL).")
         }
         if remoteName, output != nil { throw ValidationError("-O names the file after the URL; -o names it yourself: give one.") }
+        if handOffAt != nil, inputFile != nil || output == "-" { throw ValidationError("--hand-off-at applies to downloads to files, without -i.") }
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
         _ = try Self.parseHeaders(headers)
@@ -117,25 +125,31 @@ struct Get: AsyncParsableCommand {
             configuration.maxConcurrentDownloads = max(1, jobs)
             let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(),
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
+            let recovered = try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first
             var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:]
             for (url, path) in targets {
                 let relative = String(path.dropFirst())   // the CLI's root is "/"
                 let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: path)
                 // A finished download fetched again is revalidated: the server's current file
                 // for this URL, or one conditional request and "already up to date".
-                before[id] = FileIdentity(path: path)
+                if !recovered.contains(id) { before[id] = FileIdentity(path: path) }
                 let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
-                                                                          connections: connections, revalidate: true))
+                                                                          connections: connections, revalidate: !recovered.contains(id)))
                 let name = URL(fileURLWithPath: path).lastPathComponent
                 if !quiet, record.bytesReceived > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(record.bytesReceived)).") }
                 ids.append(id)
                 labels[id] = name
             }
             let unchanged = before
+            let transfers = handOffAt.map { _ in HandOffs.transfers(downloader, store: store) }
+            if let transfers, let handOffAt {
+                for id in ids { _ = HandOffs.handOff(id, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers) }
+            }
             let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids, labels: labels) { done in
                 // A 304 leaves the very file that was there (same inode); a new version was renamed over it.
                 unchanged[done.id].map { $0 == FileIdentity(path: "/" + done.localFinalPath) } == true ? "already up to date" : nil
             }
+            transfers?.invalidate()
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
             throw failure(error)

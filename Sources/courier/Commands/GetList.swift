@@ -47,6 +47,7 @@ struct ListDownload {
         let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(),
                                     requestAuthorizer: headers.isEmpty ? nil : StaticHeaders(headers), logger: makeLogger(verbose: verbose))
         let events = downloader.events()   // before enqueuing, so no final event is missed
+        try await HandOffs.recover(downloader, store: store)
         let results = try await downloader.enqueue(batch: requests)
         var pending: [String] = []
         var settled = 0
@@ -59,6 +60,9 @@ struct ListDownload {
             case .leasedElsewhere:
                 settled += 1
                 Terminal.error("courier: \(Foreground.label(for: record)): running in another process; left to it")
+            case .handedOff:
+                settled += 1
+                Terminal.error("courier: \(Foreground.label(for: record)): handed off to a background transfer; left to it")
             }
         }
         return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: PendingDownloads(ids: pending), settled: settled)

@@ -69,7 +69,8 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held"])
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff"])
+            #expect(try await db.handedOff().isEmpty)
             #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
             #expect(records.map(\.id) == ["get-7c471a7af579db6d", "big_1", "gone"])
@@ -90,6 +91,30 @@ import Testing
             #expect(fx.finalData("out/big.bin") == (try Data(contentsOf: fx.served.appendingPathComponent("big.bin"))))
             // Opening again applies nothing twice.
             _ = try fx.database()
+        }
+    }
+
+    /// v5: a hand-off row lives and dies with its record (a cancel deletes both), and the
+    /// record and its row change in one transaction.
+    @Test func aHandOffRowGoesWithItsRecord() async throws {
+        try await withFixture { fx in
+            let db = try fx.database()
+            var record = DownloadRecord(id: "h", remoteUrl: fx.url("f.bin"), localFinalPath: "f.bin", partialPath: "f.bin.partial")
+            record.state = .downloading
+            record.etag = "\"abc\""
+            record.totalBytes = 100
+            try await db.save(record)
+            let owner = LeaseOwner.make()
+            let handed = try #require(try await db.handOff(id: "h", fileLength: 40, owner: owner))
+            #expect(handed.keptBytes == 40 && handed.etag == "\"abc\"" && handed.totalBytes == 100)
+            #expect(handed.plan.requestHeaders.contains { $0.name == "Range" && $0.value == "bytes=40-" })
+            #expect(try await db.handOff(id: "h", fileLength: 40, owner: owner) == nil)   // once
+            #expect(try await db.handedOff().map(\.id) == ["h"])
+            #expect(try await db.handedOff().first?.owner == owner.id)
+            #expect(try await db.record(id: "h")?.state == .handedOff)
+            #expect(try await db.delete(id: "h"))
+            let rows = try await db.writer.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM courierHandOff") }
+            #expect(rows == 0)
         }
     }
 

@@ -1,0 +1,239 @@
+import Foundation
+import NIOHTTP1
+
+/// What the system is asked for when a download is handed off: the rest of the file,
+/// as the engine would ask for it (`Range: bytes=<kept>-` with `If-Range`, identity
+/// encoding, the authorizer's headers, which are never stored).
+public struct HandOffRequest: Sendable {
+    /// The download's id (a background task carries it as its `taskDescription`).
+    public let id: String
+    /// The URL to ask, with its secrets (known to this process only).
+    public let url: String
+    /// The headers that ask for the rest: `Range`, `If-Range`, `Accept-Encoding`.
+    public let headers: [(name: String, value: String)]
+    /// The request authorizer's headers (credentials, never stored), if any.
+    public let credentials: [(name: String, value: String)]
+    /// The bytes the partial file keeps.
+    public let keptBytes: Int64
+}
+
+/// What became of a hand-off's reply.
+public enum HandOffResult: Sendable, Equatable {
+    /// The body was written at `offset` (appended to the kept bytes, or from 0 for a 200):
+    /// the engine finishes the download, or goes on with it if bytes are still missing.
+    case spliced(offset: Int64, bytes: Int64)
+    /// The server's file changed under the kept bytes: they are discarded and the engine
+    /// starts over from zero.
+    case restarted(reason: String)
+    /// Nothing in the reply can be used (an error status, a short file): the engine goes
+    /// on from the kept bytes under its usual rules.
+    case returned(reason: String)
+    /// The download is no longer handed off (cancelled, or already taken back).
+    case stale
+}
+
+/// Background hand-off, the engine's side: the download is stopped and recorded as
+/// `handedOff` with what it keeps (``HandOffRecord``); a download task of the system's
+/// fetches the rest; its file is judged by ``ResponseDisposition`` exactly as a streamed
+/// reply would be and spliced into the partial file; the normal run then verifies, syncs
+/// and renames it. While a download is handed off no run of the engine touches it, and a
+/// hand-off ends once (adopted, or taken back), so the two never both write.
+///
+/// Every step survives a kill: the splice rewrites from the recorded offset (a half-done
+/// splice is simply done again), and the record and the hand-off row change in one
+/// transaction, after which the caller deletes the task's file.
+extension Downloader {
+    /// Hands download `id` off: stops it if it runs here, records what its partial file
+    /// keeps, and returns the request that fetches the rest. `nil` when there is nothing to
+    /// hand off (it completed, failed, is paused, or runs in another process), or when the
+    /// request authorizer adds headers and `allowingCredentials` is false (it then runs on
+    /// here, untouched).
+    public func handOff(id: String, allowingCredentials: Bool = true) async throws -> HandOffRequest? {
+        try checkOpen()
+        return try await serialized(id) {
+            let record = try await storedRecord(id)
+            guard [.queued, .downloading].contains(record.state) else { return nil }
+            // Everything that can refuse comes before the download is stopped: a redacted URL
+            // with no refresher, an authorizer that fails or whose headers may not go.
+            let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id])
+            let url = try URLPolicy.validate(try await run.usableURL(record))
+            let credentials = try await context.authorizer?.headers(for: record, url: url) ?? []
+            if !credentials.isEmpty, !allowingCredentials { return nil }
+            if running[id] != nil {
+                _ = await stopRunning(id, .handOff)
+            } else {
+                adopted[id] = nil
+                _ = try await recordHandOff(id)
+            }
+            guard let (_, handOff) = try await context.database.handOff(id: id) else { return nil }
+            return HandOffRequest(id: id, url: url.absoluteString, headers: handOff.plan.requestHeaders, credentials: credentials, keptBytes: handOff.keptBytes)
+        }
+    }
+
+    /// Records the hand-off of `id` (stopped, or never started here), then cuts a
+    /// segmented partial file to the bytes it keeps (after the commit, and only as a
+    /// courtesy: every end of the hand-off cuts it again before the engine runs it).
+    func recordHandOff(_ id: String) async throws -> HandOffRecord? {
+        guard let record = try await context.database.record(id: id) else { return nil }
+        let partial = context.fileURL(record.partialPath)
+        guard let handOff = try await context.database.handOff(id: id, fileLength: PartialFile.length(at: partial), owner: context.owner) else { return nil }
+        context.hub.publish(.stateChanged(id: id, state: .handedOff, error: nil))
+        await context.bestEffort("cutting the partial to the kept bytes", id: id) { try await Blocking.run { try Self.cut(partial, to: handOff.keptBytes) } }
+        return handOff
+    }
+
+    /// Adopts what the system fetched for handed-off download `id`: the reply's `status`
+    /// and `headers`, and its body in the file at `body` (left for the caller to delete
+    /// once this returns; it is never moved into place).
+    @discardableResult
+    public func adoptHandOff(id: String, status: Int, headers: HTTPHeaders, body: URL) async throws -> HandOffResult {
+        try await serialized(id) { try await adoptSerialized(id: id, status: status, headers: headers, body: body) }
+    }
+
+    private func adoptSerialized(id: String, status: Int, headers: HTTPHeaders, body: URL) async throws -> HandOffResult {
+        guard let (record, handOff) = try await context.database.handOff(id: id) else { return .stale }
+        let partial = context.fileURL(record.partialPath)
+        let bodyLength = PartialFile.length(at: body)
+        switch ResponseDisposition.decide(plan: handOff.plan, status: status, headers: headers) {
+        case var .write(reply):
+            if let expected = reply.expectedBodyLength, expected != bodyLength {
+                return try await giveBackKept(id, "the system's file has \(bodyLength) bytes, the reply announced \(expected)")
+            }
+            // A whole reply of unannounced length (chunked): the system's file is all of it.
+            if reply.totalBytes == nil, reply.resumable, reply.offset == 0 { reply.totalBytes = bodyLength }
+            if let max = context.configuration.maxFileSize, max < reply.offset + bodyLength || reply.totalBytes.map({ $0 > max }) == true {
+                return try await giveBackKept(id, "the file is over the limit of \(max) bytes")
+            }
+            guard reply.offset <= handOff.keptBytes, reply.offset <= PartialFile.length(at: partial) else {
+                return try await giveBackKept(id, "the reply starts at \(reply.offset), after the kept bytes")
+            }
+            let offset = reply.offset
+            do {
+                try await Blocking.run { try Self.splice(body, into: partial, at: offset) }
+            } catch {
+                _ = try? await giveBackKept(id, "the splice failed")   // the splice's own error is the one to report
+                throw error
+            }
+            let length = reply.offset + bodyLength
+            let spliced = reply
+            guard let updated = try await context.database.endHandOff(id: id, { $0.adoptHandOff(length: length, reply: spliced) }) else { return .stale }
+            giveBack(updated, whole: updated.totalBytes == length)
+            return .spliced(offset: reply.offset, bytes: bodyLength)
+        case .alreadyComplete:
+            guard let updated = try await endHandOffKeeping(id, { kept in { $0.requeue(keeping: kept, freshStart: false) } }) else { return .stale }
+            giveBack(updated, whole: true)
+            return .spliced(offset: handOff.keptBytes, bytes: 0)
+        case let .restart(reason):
+            // Before the commit: a kill after this unlink leaves the hand-off to be ended
+            // again, which finds no partial and nothing to splice onto.
+            if unlink(partial.path) != 0, errno != ENOENT { throw FileErrors.error(errno, "delete", partial, .write) }
+            guard let updated = try await context.database.endHandOff(id: id, { r in
+                r.requeue(keeping: 0, freshStart: false)
+                r.resetToZero(countingAttempt: true)
+            }) else { return .stale }
+            giveBack(updated, whole: false)
+            return .restarted(reason: reason)
+        case .notModified, .redirect, .retry, .refreshURL, .fail:
+            return try await giveBackKept(id, "the system's reply was \(status)")
+        }
+    }
+
+    /// Ends download `id`'s hand-off without using anything the system fetched (the task
+    /// failed, was cancelled, or the app takes the download back): the engine goes on from
+    /// the kept bytes.
+    @discardableResult
+    public func takeBack(id: String, _ reason: String = "taken back") async throws -> HandOffResult {
+        try await serialized(id) { try await giveBackKept(id, reason) }
+    }
+
+    private func giveBackKept(_ id: String, _ reason: String) async throws -> HandOffResult {
+        guard let updated = try await endHandOffKeeping(id, { kept in { $0.requeue(keeping: kept, freshStart: false) } }) else { return .stale }
+        context.logger.info("hand-off ended: \(reason); going on from \(updated.bytesReceived) bytes", metadata: ["id": "\(id)"])
+        giveBack(updated, whole: false)
+        return .returned(reason: reason)
+    }
+
+    /// Ends `id`'s hand-off keeping only the bytes it kept: the partial is cut to them first
+    /// (it may hold a half-done splice past them), then `change(kept)` is applied to the
+    /// record. `nil` when it was not handed off. Call it inside ``serialized(_:_:)``.
+    func endHandOffKeeping(_ id: String, _ change: (Int64) -> @Sendable (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
+        guard let (record, handOff) = try await context.database.handOff(id: id) else { return nil }
+        let partial = context.fileURL(record.partialPath)
+        try await Blocking.run { try Self.cut(partial, to: handOff.keptBytes) }
+        return try await context.database.endHandOff(id: id, change(handOff.keptBytes))
+    }
+
+    /// Runs `body` alone among the hand-off steps of download `id` (hand-off, adoption, take
+    /// back, pause, cancel): the actor lets others in while a splice waits on the disk, and
+    /// a pause that cut the partial mid-splice would leave a hole of zeros behind.
+    func serialized<T>(_ id: String, _ body: () async throws -> T) async throws -> T {
+        if handOffSteps[id] != nil {
+            await withCheckedContinuation { handOffSteps[id, default: []].append($0) }
+        } else {
+            handOffSteps[id] = []
+        }
+        defer {
+            if var waiters = handOffSteps[id], !waiters.isEmpty {
+                let next = waiters.removeFirst()
+                handOffSteps[id] = waiters
+                next.resume()   // the step passes to the next waiter
+            } else {
+                handOffSteps[id] = nil
+            }
+        }
+        return try await body()
+    }
+
+    /// The downloads handed off by this process or by one that is no longer running: the
+    /// ones for this process to adopt or take back (after a relaunch, all of them). Those of
+    /// another live process (a second `courier` on the same store) are left to it.
+    public func handedOffIDs() async throws -> [String] {
+        try await context.database.handedOff().filter { entry in
+            guard let owner = entry.owner else { return true }
+            return context.owner.sharesProcess(with: owner) || !context.owner.mayBeAlive(owner)
+        }.map(\.id)
+    }
+
+    /// A download whose hand-off ended runs here again; `whole`: its partial file holds the
+    /// whole file, so the run only verifies and finishes it.
+    private func giveBack(_ record: DownloadRecord, whole: Bool) {
+        context.hub.publish(.stateChanged(id: record.id, state: .queued, error: nil))
+        guard !isShutDown else { return }
+        if whole { wholePartials.insert(record.id) }
+        adopt(record)
+        pump()
+    }
+
+    /// Cuts `url` to `length` when it is longer (a preallocated or half-spliced partial).
+    static func cut(_ url: URL, to length: Int64) throws {
+        guard PartialFile.length(at: url) > length else { return }
+        guard truncate(url.path, off_t(length)) == 0 else { throw FileErrors.error(errno, "cut", url, .write) }
+    }
+
+    /// Writes the file at `body` into `partial` from `offset` (cutting it there first), and
+    /// syncs it. Done again from the start after a kill: the same bytes land in the same place.
+    static func splice(_ body: URL, into partial: URL, at offset: Int64) throws {
+        let source = open(body.path, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw FileErrors.error(errno, "read", body, .read) }
+        defer { close(source) }
+        let target = open(partial.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        guard target >= 0 else { throw FileErrors.error(errno, "open", partial, .write) }
+        defer { close(target) }
+        guard ftruncate(target, off_t(offset)) == 0 else { throw FileErrors.error(errno, "cut", partial, .write) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var position = offset
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if count < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "read", body, .read) }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let n = buffer.withUnsafeBytes { pwrite(target, $0.baseAddress! + written, count - written, off_t(position)) }
+                if n < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "write", partial, .write) }
+                written += n
+                position += Int64(n)
+            }
+        }
+        guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", partial, .write) }
+    }
+}

@@ -1,0 +1,104 @@
+import Courier
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The session's delegate: a task's file is kept before the call returns (the system
+/// deletes it after), then adopted; a task that ends without a file gives its download back
+/// to the engine. Signatures as Apple declares them (developer.apple.com:
+/// URLSessionDownloadDelegate, URLSessionTaskDelegate, URLSessionDelegate), with the
+/// completion handlers `@Sendable`.
+extension BackgroundTransfers: URLSessionDownloadDelegate {
+    /// The most times a download whose task failed is handed off again while the app
+    /// stays in the background (each time from the bytes it keeps).
+    static let handOffRetries = 3
+
+    public func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
+        guard let id = downloadTask.taskDescription, let http = downloadTask.response as? HTTPURLResponse else { return }
+        var headers: [(String, String)] = []
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers.append((name, value)) }
+        }
+        do {
+            try stash.keep(id, location: location, status: http.statusCode, headers: headers)
+        } catch {
+            logger.warning("the system's file could not be kept; the download goes on from its kept bytes: \(error)", metadata: ["id": "\(id)"])
+            return
+        }
+        let adopts = state.withLock { s -> Bool in
+            s.arrived.insert(id)
+            return s.actsOnEvents
+        }
+        guard adopts else { return }
+        track(id) { transfers in await transfers.adopt(id) }
+    }
+
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let id = task.taskDescription else { return }
+        let (current, arrived, retry, acts) = state.withLock { s -> (Bool, Bool, Bool, Bool) in
+            // Only the download's current task speaks for it (an older one was replaced).
+            guard s.tasks[id] === task else { return (false, false, false, false) }
+            s.tasks[id] = nil
+            let arrived = s.arrived.remove(id) != nil
+            var retry = false
+            if !arrived, s.inBackground {
+                let count = s.handOffRetries[id, default: 0]
+                retry = count < Self.handOffRetries
+                s.handOffRetries[id] = count + 1
+            }
+            return (true, arrived, retry, s.actsOnEvents)
+        }
+        if current, !arrived, acts {
+            // No file: failed, cancelled by the system or taken back. The engine goes on from
+            // the kept bytes; while the app is away, a fresh task asks for the rest again.
+            // (Resume data is not used: how URLSession resumes a task whose request carried
+            // its own Range is not documented, and the kept bytes make it unneeded.)
+            let reason = error.map { "the system's task failed: \($0.localizedDescription)" } ?? "the system's task ended without a file"
+            track(id) { transfers in
+                transfers.stash.discard(id)
+                await transfers.giveBack(id, reason)
+                if retry {
+                    do { try await transfers.handOff(id: id) } catch {
+                        transfers.logger.warning("handing off again failed; the download stays with the engine: \(error)", metadata: ["id": "\(id)"])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Redirects come back to the engine (as the task's reply, which gives the download back):
+    /// it follows them under its own rules, with credentials only to the same origin. (A
+    /// background session follows redirects itself without asking; see the README.)
+    public func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                           newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+
+    /// Every event of a relaunch is delivered: the system's handler is called on the main
+    /// queue, as Apple asks, after the adoptions they started; if the app has not given the
+    /// handler yet, it is called as soon as it does.
+    public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
+        let handler = state.withLock { s -> MainThreadHandler? in
+            guard let handler = s.eventsHandler else { s.eventsDelivered = true; return nil }
+            s.eventsHandler = nil
+            return handler
+        }
+        if let handler { finishSystemEvents(handler) }
+    }
+
+    /// Runs `work` for download `id` after the steps already queued for it, so one
+    /// download's steps never overlap and ``takeBack()`` can wait for them.
+    @discardableResult
+    func track(_ id: String, _ work: @escaping @Sendable (BackgroundTransfers) async -> Void) -> Task<Void, Never> {
+        state.withLock { s in
+            let previous = s.adopting[id]
+            let step = Task {
+                await previous?.value
+                await work(self)
+            }
+            s.adopting[id] = step
+            return step
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import Courier
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+import NIOHTTP1
+
+/// Background transfers: the running downloads handed to the system when the app is about
+/// to be suspended, and what the system fetched adopted by the engine.
+///
+/// ```swift
+/// // once, at launch (and when iOS relaunches the app for the session's events):
+/// let transfers = BackgroundTransfers(downloader: downloader,
+///                                     configuration: BackgroundTransfers.backgroundConfiguration(identifier: "app.courier"))
+/// try await transfers.recover()                       // adopt what arrived while the app was gone
+/// // scenePhase == .background:
+/// await transfers.handOffRunning()
+/// // scenePhase == .active again:
+/// await transfers.takeBack()
+/// // UIApplicationDelegate.application(_:handleEventsForBackgroundURLSession:completionHandler:):
+/// transfers.systemEventsHandler(completionHandler)      // on the main thread, where UIKit calls it
+/// ```
+///
+/// A hand-off asks for `Range: bytes=<kept>-` with `If-Range` in a URLSession *download*
+/// task whose `taskDescription` is the download's id; the store records the hand-off
+/// (`HandOffRecord`), so a relaunch knows what each task was. The task's file is judged
+/// by `Downloader.adoptHandOff(id:status:headers:body:)` exactly as a streamed reply is,
+/// and the engine's normal run verifies, syncs and renames the result. A task that fails
+/// or is cancelled, or a download taken back, goes on in the engine from the kept bytes:
+/// the two never write the same file, because a hand-off ends once.
+///
+/// Everything here is portable and tested on Linux with a default configuration standing
+/// in for the background one; only ``backgroundConfiguration(identifier:policies:)`` is
+/// Apple's alone (`BackgroundTransfers+Darwin.swift`).
+public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immutable after init; mutable state is locked
+    /// The engine whose downloads are handed off.
+    public let downloader: Downloader
+    let stash: HandOffStash
+    let logger: Logger
+    let handsOffCredentials: Bool
+    private(set) var session: URLSession!   // set once in init: the session needs `self` as its delegate
+    let state = Locked(State())
+    /// The background sessions' identifiers in use in this process.
+    static let identifiers = Locked<Set<String>>([])
+
+    struct State {
+        /// The tasks this process made or found, by download id.
+        var tasks: [String: URLSessionDownloadTask] = [:]
+        /// Ids whose task's file arrived (so its completion does not take the download back).
+        var arrived: Set<String> = []
+        /// The system's relaunch handler, called once its events are delivered and adopted.
+        var eventsHandler: MainThreadHandler?
+        /// The session delivered its events before the app gave the handler.
+        var eventsDelivered = false
+        /// Adoptions under way, so ``takeBack()`` returns after them.
+        var adopting: [String: Task<Void, Never>] = [:]
+        var actsOnEvents = true
+        /// Between ``handOffRunning()`` / ``handOff(id:)`` and ``takeBack()``: the app is away.
+        var inBackground = false
+        var handOffRetries: [String: Int] = [:]
+    }
+
+    /// Gives the handler iOS passes to
+    /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`: it is called
+    /// on the main queue once the session has delivered every event and what arrived is
+    /// adopted (at once, if that already happened). Call it on the main thread, as UIKit does.
+    public func systemEventsHandler(_ handler: @escaping () -> Void) {
+        let wrapped = MainThreadHandler(call: handler)
+        let delivered = state.withLock { s -> Bool in
+            if s.eventsDelivered { s.eventsDelivered = false; return true }
+            s.eventsHandler = wrapped
+            return false
+        }
+        if delivered { finishSystemEvents(wrapped) }
+    }
+
+    /// UIKit's completion handler, which is not `Sendable`: it is only ever called on the
+    /// main queue, where UIKit gave it.
+    struct MainThreadHandler: @unchecked Sendable {
+        let call: () -> Void
+    }
+
+    /// Calls the system's handler on the main queue once every adoption under way is done,
+    /// so the app is not suspended in the middle of a splice.
+    func finishSystemEvents(_ handler: MainThreadHandler) {
+        let adoptions = state.withLock { Array($0.adopting.values) }
+        Task {
+            for adoption in adoptions { await adoption.value }
+            DispatchQueue.main.async { handler.call() }
+        }
+    }
+
+    /// False: the delegate still keeps a task's file (as it must before returning) but acts
+    /// on nothing, neither adopting nor giving back; tests play a kill this way.
+    @_spi(Testing) public var actsOnEvents: Bool {
+        get { state.withLock { $0.actsOnEvents } }
+        set { state.withLock { $0.actsOnEvents = newValue } }
+    }
+
+    /// Makes the hand-off session.
+    /// - Parameters:
+    ///   - downloader: the engine.
+    ///   - configuration: ``backgroundConfiguration(identifier:policies:)`` on Apple platforms; any
+    ///     other configuration runs the same code with tasks that stop with the process.
+    ///   - stashDirectory: where arrived files wait (default: `.courier-handoff` in the
+    ///     downloader's root, on the same volume as the partial files).
+    ///   - handsOffCredentials: whether downloads whose request authorizer adds headers
+    ///     (`Authorization`…) are handed off with them. Off by default: a background session
+    ///     follows redirects without asking the delegate, so the engine's rule that credentials
+    ///     go only to the download's own origin cannot hold there, and Apple reserves the
+    ///     `Authorization` header of a request. Such downloads stay with the engine.
+    ///   - logger: where hand-offs, adoptions and give-backs are logged.
+    public init(downloader: Downloader, configuration: URLSessionConfiguration = .default, stashDirectory: URL? = nil,
+                handsOffCredentials: Bool = false, logger: Logger = Logger(label: "courier.background")) {
+        self.downloader = downloader
+        self.handsOffCredentials = handsOffCredentials
+        self.stash = HandOffStash(folder: stashDirectory ?? downloader.configuration.rootDirectory.appendingPathComponent(".courier-handoff"))
+        self.logger = logger
+        super.init()
+        if let identifier = configuration.identifier, !Self.identifiers.withLock({ $0.insert(identifier).inserted }) {
+            // Apple delivers a background session's events to one session per identifier.
+            logger.error("a second BackgroundTransfers for the background session \(identifier): make one per process")
+        }
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        configuration.httpCookieStorage = nil
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+    }
+
+    // MARK: Handing off
+
+    /// Hands every download running in the engine to the system. Returns the ids handed off.
+    @discardableResult
+    public func handOffRunning() async -> [String] {
+        state.withLock { $0.inBackground = true }
+        var handed: [String] = []
+        for id in await downloader.runningIDs.sorted() {
+            do {
+                if try await handOff(id: id) { handed.append(id) }
+            } catch {
+                logger.warning("hand-off failed; the download stays with the engine: \(error)", metadata: ["id": "\(id)"])
+            }
+        }
+        return handed
+    }
+
+    /// Hands download `id` to the system; false when there was nothing to hand off.
+    @discardableResult
+    public func handOff(id: String) async throws -> Bool {
+        state.withLock { $0.inBackground = true }
+        guard let request = try await downloader.handOff(id: id, allowingCredentials: handsOffCredentials) else { return false }
+        guard let url = URL(string: request.url) else {
+            try await downloader.takeBack(id: id, "the URL cannot be handed to URLSession")
+            return false
+        }
+        var urlRequest = URLRequest(url: url)
+        urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+        for (name, value) in request.headers + request.credentials { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        start(session.downloadTask(with: urlRequest), id: id)
+        logger.info("handed off at \(request.keptBytes) bytes", metadata: ["id": "\(id)"])
+        return true
+    }
+
+    func start(_ task: URLSessionDownloadTask, id: String) {
+        task.taskDescription = id
+        state.withLock { $0.tasks[id] = task; $0.arrived.remove(id) }
+        task.resume()
+    }
+
+    // MARK: Coming back
+
+    /// At launch (and after a relaunch by the system): adopts every file that arrived while
+    /// the app was not running, keeps waiting for tasks the system still runs, and gives
+    /// the engine back every hand-off whose task is gone. Returns the ids still handed off.
+    @discardableResult
+    public func recover() async throws -> [String] {
+        let live = await liveTasks()
+        let ids = try await downloader.handedOffIDs()
+        stash.discardAll(except: ids)
+        var waiting: [String] = []
+        for id in ids {
+            if stash.arrival(id) == nil, let task = live[id] {
+                state.withLock { $0.tasks[id] = task }
+                waiting.append(id)
+                continue
+            }
+            // Through the same queue as the delegate's steps for this download, so a file
+            // the session delivers meanwhile is adopted once, never beside a take-back.
+            await track(id) { transfers in
+                if transfers.stash.arrival(id) != nil {
+                    await transfers.adopt(id)
+                } else {
+                    transfers.stash.discard(id)
+                    await transfers.giveBack(id, "the system's task is gone")
+                }
+            }.value
+        }
+        return waiting
+    }
+
+    /// The app is in the foreground again: every task still running is cancelled and its
+    /// download goes on in the engine from the kept bytes; a file that arrived first is
+    /// adopted. Returns once no hand-off of this process remains.
+    public func takeBack() async {
+        let tasks = state.withLock { s in
+            s.inBackground = false
+            s.handOffRetries = [:]
+            return s.tasks
+        }
+        for task in tasks.values { task.cancel() }
+        // Each cancelled task reports its end to the delegate, which gives its download back
+        // (or adopts a file that came first). A task that had already ended before it was
+        // known here never reports: it is given back directly.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let left = state.withLock { $0.tasks }
+            if left.isEmpty { break }
+            for (id, task) in left where task.state == .completed {
+                let mine = state.withLock { s -> Bool in
+                    guard s.tasks[id] === task else { return false }
+                    s.tasks[id] = nil
+                    return true
+                }
+                if mine { track(id) { transfers in await transfers.giveBack(id, "taken back") } }
+            }
+            try? await Task.sleep(for: .milliseconds(20))   // not cancelled but by the caller's own cancellation, which ends the wait
+        }
+        for adoption in state.withLock({ Array($0.adopting.values) }) { await adoption.value }
+    }
+
+    /// Gives download `id` back to the engine (from its kept bytes), logging a failure.
+    func giveBack(_ id: String, _ reason: String) async {
+        do { try await downloader.takeBack(id: id, reason) } catch {
+            logger.warning("giving the download back failed: \(error)", metadata: ["id": "\(id)"])
+        }
+    }
+
+    /// Stops the session: running tasks are cancelled (their downloads stay handed off
+    /// until ``recover()`` or ``takeBack()``). For tests and tools; an app keeps its
+    /// background session for the life of the process.
+    public func invalidate() {
+        state.withLock { $0.inBackground = false }   // no retry on the invalidated session
+        session.invalidateAndCancel()
+        if let identifier = session.configuration.identifier { _ = Self.identifiers.withLock { $0.remove(identifier) } }
+    }
+
+    /// Adopts the arrived file of `id` (once), then deletes it.
+    func adopt(_ id: String) async {
+        guard let arrival = stash.arrival(id) else { return }
+        do {
+            let result = try await downloader.adoptHandOff(id: id, status: arrival.head.status, headers: arrival.head.httpHeaders, body: arrival.body)
+            logger.info("adopted the system's reply \(arrival.head.status): \(result)", metadata: ["id": "\(id)"])
+            stash.discard(id)
+        } catch {
+            // The engine goes on from the kept bytes rather than leave the download waiting.
+            logger.warning("adopting the system's reply failed: \(error)", metadata: ["id": "\(id)"])
+            stash.discard(id)
+            await giveBack(id, "adopting the system's file failed")
+        }
+    }
+
+    /// The session's tasks that are still running (a background session's survive the app).
+    func liveTasks() async -> [String: URLSessionDownloadTask] {
+        let tasks: [URLSessionTask] = await withCheckedContinuation { done in session.getAllTasks { done.resume(returning: $0) } }
+        var byID: [String: URLSessionDownloadTask] = [:]
+        // A completed one is left out: its download is given back (or its file, if the
+        // session delivered it first, adopted), never waited for.
+        for case let task as URLSessionDownloadTask in tasks where task.state != .completed {
+            if let id = task.taskDescription { byID[id] = task }
+        }
+        return byID
+    }
+}
+
+#if canImport(FoundationNetworking)
+extension BackgroundTransfers {
+    /// FoundationNetworking has no background sessions: the default configuration, whose
+    /// tasks end with the process (recover() then gives their downloads back to the engine).
+    public static func backgroundConfiguration(identifier: String, policies: URLSessionTransport.Policies = .init()) -> URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.default
+        configuration.allowsCellularAccess = policies.allowsCellularAccess
+        return configuration
+    }
+}
+#endif

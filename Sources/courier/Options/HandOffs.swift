@@ -1,0 +1,55 @@
+import Courier
+@_spi(Testing) import CourierURLSession
+import Foundation
+
+/// The CLI's side of background hand-off (`BackgroundTransfers`), so an app's hand-off can
+/// be replayed from the shell (`get --hand-off-at`) and a store left with hand-offs (by a
+/// killed process, or an app's database) goes on: a URLSession download task of the
+/// default configuration stands in for the background session, which only Apple has.
+enum HandOffs {
+    /// The hand-off session of a store: its kept files live beside the database.
+    static func transfers(_ downloader: Downloader, store: StoreOptions) -> BackgroundTransfers {
+        let folder = URL(fileURLWithPath: store.databasePath).deletingLastPathComponent().appendingPathComponent("handoff")
+        return BackgroundTransfers(downloader: downloader, stashDirectory: folder, logger: makeLogger(verbose: false))
+    }
+
+    /// Ends every hand-off a stopped process left: what arrived is adopted (and finished),
+    /// the rest goes back to the engine. Before anything is enqueued or resumed. Returns the
+    /// ids it took up: `get` does not revalidate a file it has just finished from them.
+    @discardableResult
+    static func recover(_ downloader: Downloader, store: StoreOptions) async throws -> Set<String> {
+        let ids = try await downloader.handedOffIDs()
+        guard !ids.isEmpty else { return [] }
+        let transfers = transfers(downloader, store: store)
+        try await transfers.recover()
+        transfers.invalidate()   // no task of this process: nothing to wait for
+        return Set(ids)
+    }
+
+    /// Hands `id` off once its partial file holds `threshold` bytes, as an app going to the
+    /// background would. (The file is watched, not the progress events: those are paced, and
+    /// a reply that stalls may leave the last one far behind the file.) `holdsArrival` (a
+    /// hidden test flag): the task's file is kept, then nothing more happens, so a test can
+    /// SIGKILL the process in that window.
+    static func handOff(_ id: String, after threshold: Int64, holdsArrival: Bool, _ transfers: BackgroundTransfers) -> Task<Void, Never> {
+        transfers.actsOnEvents = !holdsArrival
+        let downloader = transfers.downloader
+        return Task {
+            while !Task.isCancelled {
+                // Until it runs or ends: a record that cannot be read is looked at again.
+                guard let record = try? await downloader.record(id: id), !record.state.isTerminal else { return }
+                let partial = downloader.configuration.rootDirectory.appendingPathComponent(record.partialPath)
+                let kept = (try? await downloader.database.keptBytes(id: id, partial: partial)) ?? 0   // unknown: not yet
+                if record.state == .downloading, kept >= threshold {
+                    do {
+                        if try await transfers.handOff(id: id) { Terminal.error("Handed \(id) off to a URLSession download task at \(Format.bytes(kept)).") }
+                    } catch {
+                        Terminal.error("courier: the hand-off failed, the download goes on here: \(error)")
+                    }
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(50))   // cancelled with the command: the loop ends
+            }
+        }
+    }
+}
