@@ -22,8 +22,10 @@ public final class MirrorContainer: DocumentContainer {
 
     /// Mirrors `storage` into `root`; `database` keeps the engine's download records (so a
     /// large document resumes after a relaunch).
+    /// `transport`: how the engine speaks HTTP for downloads (`URLSessionTransport` in an
+    /// app; AsyncHTTPClient by default).
     public init(root: URL, storage: any RemoteStorage, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
-                logger: Logger = Logger(label: "courier.documents")) throws {
+                transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.documents")) throws {
         self.root = root.standardizedFileURL
         self.storage = storage
         self.logger = logger
@@ -40,7 +42,7 @@ public final class MirrorContainer: DocumentContainer {
                 let key = Placeholder.read(for: base.appendingPathComponent(record.localFinalPath))?.key ?? record.localFinalPath
                 return Attachment(id: record.localFinalPath, filename: key, state: .queuedDownload)
             }
-            downloader = Downloader(configuration: config, database: database, urlRefresher: link, requestAuthorizer: link, logger: logger)
+            downloader = Downloader(configuration: config, database: database, transport: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
             downloader = nil
         }

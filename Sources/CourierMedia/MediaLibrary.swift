@@ -29,9 +29,11 @@ public actor MediaLibrary {
     /// Makes a library at `root` over `server`; `database` keeps the engine's records, so a
     /// two-hour film resumes after a relaunch.
     /// `protection` guards the `Downloads` folder (backup exclusion, data protection);
-    /// it is applied again whenever the folder is recreated.
+    /// it is applied again whenever the folder is recreated. `transport`: how the engine
+    /// speaks HTTP (`URLSessionTransport` in an app; AsyncHTTPClient by default).
     public init(root: URL, server: any MediaServer, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
-                protection: any FolderProtecting = SystemFolderProtection(), logger: Logger = Logger(label: "courier.media")) throws {
+                protection: any FolderProtecting = SystemFolderProtection(), transport: (any HTTPTransport)? = nil,
+                logger: Logger = Logger(label: "courier.media")) throws {
         self.root = root.standardizedFileURL
         self.server = server
         self.logger = logger
@@ -44,7 +46,7 @@ public actor MediaLibrary {
         var config = DownloaderConfiguration(rootDirectory: root)
         config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
         configure(&config)
-        downloader = Downloader(configuration: config, database: database, requestAuthorizer: Credentials(headers: { [server] _, _ in server.authorizationHeaders() }), logger: logger)
+        downloader = Downloader(configuration: config, database: database, transport: transport, requestAuthorizer: Credentials(headers: { [server] _, _ in server.authorizationHeaders() }), logger: logger)
         if let protectionFailure { logger.warning("\(protectionFailure)") }
     }
 

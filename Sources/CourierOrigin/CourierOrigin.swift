@@ -146,6 +146,7 @@ public final class CourierOrigin: Sendable {
         record.query = head.uri.firstIndex(of: "?").map { String(head.uri[head.uri.index(after: $0)...]) }
         record.ifNoneMatch = head.headers.first(name: "If-None-Match")
         record.ifModifiedSince = head.headers.first(name: "If-Modified-Since")
+        record.userAgent = head.headers.first(name: "User-Agent")
         let serial: Int = state.withLockedValue { s in
             s.nextSerial += 1
             s.log.append((s.nextSerial, record))

@@ -24,6 +24,8 @@ public struct OriginRequest: Sendable, Equatable {
     public var ifNoneMatch: String? = nil
     /// The request's `If-Modified-Since` header.
     public var ifModifiedSince: String? = nil
+    /// The request's `User-Agent` header (tells the HTTP stacks apart in tests).
+    public var userAgent: String? = nil
     /// When the request arrived.
     public var receivedAt = Date()
 }

@@ -82,3 +82,36 @@ import Testing
         #expect(r.status == 64 && r.stderr.contains("need --transport nio"), "\(r.stderr)")
     }
 }
+
+/// Every command that downloads takes `--transport`: documents, attachments and media too.
+/// (FoundationNetworking's requests carry libcurl in their User-Agent; AsyncHTTPClient's
+/// none: the origin's log tells which stack asked.)
+@Suite(.serialized) struct FeatureTransportCLITests {
+    static func viaURLSession(_ request: OriginRequest) -> Bool { request.userAgent?.contains("curl") == true }
+
+    @Test(arguments: TransportCLITests.transports) func docBytesGoesOverTheChosenStack(_ transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("doc.bin", size: 1 << 20)
+        let dir = w.base.appendingPathComponent("mirror")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try Data(#"{"key":"doc.bin","size":\#(data.count)}"#.utf8).write(to: dir.appendingPathComponent(".doc.bin.courier"))
+        let run = try await CLITests.run(["doc", "bytes", "doc.bin", "--dir", dir.path, "--remote", w.origin.url(""), "--transport", transport])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdoutData == data)
+        let gets = w.origin.requests.filter { $0.path == "/doc.bin" }
+        #expect(!gets.isEmpty && gets.allSatisfy { Self.viaURLSession($0) == (transport == "urlsession") }, "\(gets.map(\.userAgent))")
+    }
+
+    @Test(arguments: TransportCLITests.transports) func mediaDownloadGoesOverTheChosenStack(_ transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try MediaCLITests().jellyfin(w, mediaSize: 1 << 20)
+        let root = w.base.appendingPathComponent("lib")
+        let run = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "--transport", transport, "film1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1.mkv")) == data)
+        let media = w.origin.requests.filter { $0.path == "/Items/v1/Download" }
+        #expect(!media.isEmpty && media.allSatisfy { Self.viaURLSession($0) == (transport == "urlsession") }, "\(media.map(\.userAgent))")
+    }
+}

@@ -57,7 +57,14 @@ extension Downloader {
             // with no refresher, an authorizer that fails or whose headers may not go.
             let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id])
             let url = try URLPolicy.validate(try await run.usableURL(record))
-            let credentials = try await context.authorizer?.headers(for: record, url: url) ?? []
+            let credentials: [(name: String, value: String)]
+            do {
+                credentials = try await context.authorizer?.headers(for: record, url: url) ?? []
+            } catch let error as CourierError {
+                throw error
+            } catch {
+                throw CourierError(.unexpected, "the request authorizer failed for \(id): \(error)", underlying: error)
+            }
             if !credentials.isEmpty, !allowingCredentials { return nil }
             if running[id] != nil {
                 _ = await stopRunning(id, .handOff)

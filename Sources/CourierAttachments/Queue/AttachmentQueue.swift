@@ -41,9 +41,12 @@ public actor AttachmentQueue {
     ///   - errorHandler: decides retry or archive after a failure; without one, retries go
     ///     on forever with backoff.
     ///   - options: the table's name, the archive's size, concurrency and intervals.
+    ///   - transport: how the engine speaks HTTP for downloads (`URLSessionTransport` in an
+    ///     app; AsyncHTTPClient by default).
     ///   - logger: where the queue logs (never a credential).
     public init(database: any DatabaseWriter, directory: URL, remoteStorage: any RemoteStorage, errorHandler: (any SyncErrorHandler)? = nil,
-                options: AttachmentQueueOptions = AttachmentQueueOptions(), logger: Logger = Logger(label: "courier.attachments")) throws {
+                options: AttachmentQueueOptions = AttachmentQueueOptions(), transport: (any HTTPTransport)? = nil,
+                logger: Logger = Logger(label: "courier.attachments")) throws {
         self.writer = MappedWriter(database)
         self.directory = directory.standardizedFileURL
         self.options = options
@@ -66,7 +69,7 @@ public actor AttachmentQueue {
                 let id = String(record.id.dropFirst("attachment:".count))
                 return try await writer.read { db in try table.fetch(db, id: id) } ?? Attachment(id: id, filename: record.localFinalPath, state: .queuedDownload)
             }
-            downloader = Downloader(configuration: config, database: try CourierDatabase(writer: database),
+            downloader = Downloader(configuration: config, database: try CourierDatabase(writer: database), transport: transport,
                                     urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
             downloader = nil

@@ -24,7 +24,7 @@ struct AttachmentOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the queue and the engine do.")
     var verbose = false
 
-    func open(parallel: Int = 4) throws -> (DatabasePool, AttachmentQueue) {
+    func open(parallel: Int = 4, transport: (any HTTPTransport)? = nil) throws -> (DatabasePool, AttachmentQueue) {
         let dbURL = URL(fileURLWithPath: db).standardizedFileURL
         var config = Configuration()
         config.busyMode = .timeout(10)
@@ -38,7 +38,7 @@ struct AttachmentOptions: ParsableArguments {
         options.syncInterval = .zero
         options.maxConcurrentTransfers = max(1, parallel)
         let queue = try AttachmentQueue(database: pool, directory: directory, remoteStorage: try storage(), options: options,
-                                        logger: makeLogger(verbose: verbose))
+                                        transport: transport, logger: makeLogger(verbose: verbose))
         return (pool, queue)
     }
 
@@ -121,10 +121,11 @@ struct Attachments: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "sync", abstract: "Run one full sync pass, then exit (3 when transfers remain pending).")
         @OptionGroup var options: AttachmentOptions
         @OptionGroup var sync: SyncOptions
+        @OptionGroup var stack: TransportOptions
 
         func run() async throws {
             do {
-                let (pool, queue) = try options.open(parallel: sync.parallel)
+                let (pool, queue) = try options.open(parallel: sync.parallel, transport: stack.transport())
                 if let items = try await sync.watchedItems(pool) { try await queue.reconcile(items) }
                 try await queue.startSync()
                 await queue.sync()

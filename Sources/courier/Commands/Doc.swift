@@ -24,11 +24,11 @@ struct DocOptions: ParsableArguments {
     @Flag(name: .long, help: "Print results and errors as JSON, with the error code.")
     var json = false
 
-    func open() throws -> (MirrorContainer, Documents) {
+    func open(transport: (any HTTPTransport)? = nil) throws -> (MirrorContainer, Documents) {
         let root = URL(fileURLWithPath: dir).standardizedFileURL
         let database = try CourierDatabase(path: root.appendingPathComponent(".courier-documents.sqlite").path)
         let container = try MirrorContainer(root: root, storage: try RemoteOption.storage(remote, headers: header), database: database,
-                                            logger: makeLogger(verbose: false))
+                                            transport: transport, logger: makeLogger(verbose: false))
         var options = DocumentsOptions()
         options.idleTimeout = .seconds(max(1, idleTimeout))
         options.maxRetriggers = max(0, retries)
@@ -37,10 +37,10 @@ struct DocOptions: ParsableArguments {
 
     /// Runs a document operation: results on stdout, errors as `CODE: message` on stderr (or
     /// JSON on stdout with --json), and the error code's exit status.
-    func run(_ body: (MirrorContainer, Documents) async throws -> Void) async throws {
+    func run(transport: TransportOptions? = nil, _ body: (MirrorContainer, Documents) async throws -> Void) async throws {
         var container: MirrorContainer?
         do {
-            let (c, docs) = try open()
+            let (c, docs) = try open(transport: transport?.transport())
             container = c
             try await body(c, docs)
             await c.shutdown()
@@ -92,9 +92,10 @@ struct Doc: AsyncParsableCommand {
     struct Read: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print a document as UTF-8 text (downloading it first when needed).")
         @OptionGroup var options: DocOptions
+        @OptionGroup var stack: TransportOptions
         @Argument var path: String
         func run() async throws {
-            try await options.run { _, docs in
+            try await options.run(transport: stack) { _, docs in
                 let text = try await docs.readInPlace(path)
                 if options.json { try printJSON(DocResult(text: text)) } else { FileHandle.standardOutput.write(Data(text.utf8)) }
             }
@@ -104,9 +105,10 @@ struct Doc: AsyncParsableCommand {
     struct Bytes: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Write a document's bytes to stdout, streamed.")
         @OptionGroup var options: DocOptions
+        @OptionGroup var stack: TransportOptions
         @Argument var path: String
         func run() async throws {
-            try await options.run { _, docs in
+            try await options.run(transport: stack) { _, docs in
                 for try await chunk in docs.readInPlaceStream(path) { FileHandle.standardOutput.write(chunk) }
             }
         }

@@ -12,20 +12,21 @@ struct MediaOptions: ParsableArguments {
 
     /// The library; a command that only reads (`mustExist`) refuses a folder with no
     /// library instead of making one.
-    func library(server: String?, mustExist: Bool = false) throws -> MediaLibrary {
+    func library(server: String?, mustExist: Bool = false, transport: (any HTTPTransport)? = nil) throws -> MediaLibrary {
         if mustExist, !FileManager.default.fileExists(atPath: rootURL.appendingPathComponent(MediaLayout.downloads).path) {
             throw CourierError(.notFound, "no media library at \(rootURL.path) (no \(MediaLayout.downloads) folder)")
         }
         let token = ProcessInfo.processInfo.environment["JELLYFIN_TOKEN"]
         let media: any MediaServer = try server.map { try JellyfinServer(baseURL: $0, token: token) } ?? OfflineServer()
         return try MediaLibrary(root: rootURL, server: media, database: try CourierDatabase(path: rootURL.appendingPathComponent(".courier-media.sqlite").path),
-                                logger: makeLogger(verbose: false))
+                                transport: transport, logger: makeLogger(verbose: false))
     }
 
-    func run(server: String? = nil, readOnly: Bool = false, json: Bool = false, _ body: (MediaLibrary) async throws -> Void) async throws {
+    func run(server: String? = nil, readOnly: Bool = false, json: Bool = false, transport: (any HTTPTransport)? = nil,
+             _ body: (MediaLibrary) async throws -> Void) async throws {
         var library: MediaLibrary?
         do {
-            let lib = try self.library(server: server, mustExist: readOnly)
+            let lib = try self.library(server: server, mustExist: readOnly, transport: transport)
             library = lib
             try await body(lib)
             await lib.shutdown()
@@ -56,10 +57,11 @@ struct Media: AsyncParsableCommand {
         @OptionGroup var options: MediaOptions
         @Option(name: .long, help: "The Jellyfin server's URL.") var server: String
         @Option(name: .customLong("version-id"), help: "The version (media source id); default: the first.") var versionId: String?
+        @OptionGroup var stack: TransportOptions
         @Argument(help: "The item id.") var itemId: String
         func run() async throws {
             Interrupts.shared.install()
-            try await options.run(server: server) { library in
+            try await options.run(server: server, transport: stack.transport()) { library in
                 let report = try await library.download(itemId: itemId, versionId: versionId)
                 Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
                 for image in report.failedImages { Terminal.error("courier: image not fetched (the item is complete): \(image)") }

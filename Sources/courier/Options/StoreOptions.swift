@@ -46,10 +46,10 @@ struct EngineOptions: ParsableArguments {
     @Option(name: .long, help: "At most this many bytes per second per download, all connections together (curl's --limit-rate); 500K, 2M or bytes.")
     var limitRate: ByteSize?
 
-    @Option(name: .long, help: "Also trust the CA certificates in this PEM file.")
+    @Option(name: .long, help: "Also trust the CA certificates in this PEM file (--transport nio only).")
     var cacert: String?
 
-    @Flag(name: [.customShort("k"), .long], help: "Do not verify TLS certificates (development servers only). -k is curl's; aria2's -k (split size) is --min-split-size here.")
+    @Flag(name: [.customShort("k"), .long], help: "Do not verify TLS certificates (development servers; --transport nio only). -k is curl's; aria2's -k (split size) is --min-split-size here.")
     var insecure = false
 
     @Option(name: .long, help: "Seconds a connection (and its TLS handshake) may take.")
@@ -59,13 +59,8 @@ struct EngineOptions: ParsableArguments {
             help: "The smallest byte range a segmented download splits off; smaller files use one connection (4M, 1M, or bytes).")
     var minSplitSize: ByteSize = ByteSize(bytes: 4 << 20)
 
-    /// Which HTTP stack speaks for the engine.
-    enum TransportChoice: String, ExpressibleByArgument, CaseIterable {
-        case nio, urlsession
-    }
-
-    @Option(name: .customLong("transport"), help: "The HTTP stack: nio (AsyncHTTPClient, the default here) or urlsession (the system's URLSession; FoundationNetworking on Linux). --cacert and --insecure need nio.")
-    var stack: TransportChoice = .nio
+    @OptionGroup var choice: TransportOptions
+    var stack: TransportOptions.Stack { choice.stack }
 
     func validate() throws {
         if stack == .urlsession, insecure || cacert != nil {
@@ -96,4 +91,19 @@ struct EngineOptions: ParsableArguments {
         if let ms = chaosPauseAfterRename, ms > 0 { c.pauseAfterRename = .milliseconds(ms) }
         return c
     }
+}
+
+/// `--transport`, on every command that downloads.
+struct TransportOptions: ParsableArguments {
+    /// Which HTTP stack speaks for the engine.
+    enum Stack: String, ExpressibleByArgument, CaseIterable {
+        case nio, urlsession
+    }
+
+    @Option(name: .customLong("transport"), help: "The HTTP stack: nio (AsyncHTTPClient, the default here) or urlsession (the system's URLSession; FoundationNetworking on Linux).")
+    var stack: Stack = .nio
+
+    /// The transport for the engine of a feature (documents, attachments, media): `nil`
+    /// for the engine's default (AsyncHTTPClient).
+    func transport() -> (any HTTPTransport)? { stack == .urlsession ? URLSessionTransport() : nil }
 }
