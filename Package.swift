@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "CourierDocuments", targets: ["CourierDocuments"]),
         .library(name: "CourierMedia", targets: ["CourierMedia"]),
         .executable(name: "courier", targets: ["courier"]),
+        .executable(name: "courier-urlsession", targets: ["courier-urlsession"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -92,11 +93,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .executableTarget(
-            name: "courier",
+        // The command line, for both executables: `courier` (no FoundationNetworking, so
+        // nothing of libcurl is mapped in a plain download) and `courier-urlsession`, which
+        // `courier` runs when a command asks for URLSession.
+        .target(
+            name: "CourierCLI",
             dependencies: [
                 "Courier",
-                "CourierURLSession",
                 "CourierAttachments",
                 "CourierDocuments",
                 "CourierMedia",
@@ -107,6 +110,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .executableTarget(name: "courier", dependencies: ["CourierCLI"]),
+        .executableTarget(
+            name: "courier-urlsession",
+            dependencies: ["CourierCLI", "Courier", "CourierURLSession", .product(name: "Logging", package: "swift-log")]
+        ),
         // Helpers the test targets share (not a test target itself).
         .target(name: "CourierTestSupport", dependencies: ["Courier"], path: "Tests/CourierTestSupport"),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
@@ -114,7 +122,7 @@ let package = Package(
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCLI", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
                     exclude: ["HelpSnapshots"]),
     ]
 )

@@ -60,7 +60,7 @@ struct Resume: AsyncParsableCommand {
             }
             var configuration = engine.configuration()
             configuration.maxConcurrentDownloads = max(1, parallel)
-            let downloader = Downloader(configuration: configuration, database: database, transport: engine.transport(),
+            let downloader = Downloader(configuration: configuration, database: database, transport: try engine.transport(),
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
             if let id {
                 try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first

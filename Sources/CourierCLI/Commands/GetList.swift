@@ -44,7 +44,7 @@ struct ListDownload {
         }
         var configuration = engine.configuration()
         configuration.maxConcurrentDownloads = max(1, jobs)
-        let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(),
+        let downloader = Downloader(configuration: configuration, database: try store.open(), transport: try engine.transport(),
                                     requestAuthorizer: headers.isEmpty ? nil : StaticHeaders(headers), logger: makeLogger(verbose: verbose))
         let events = downloader.events()   // before enqueuing, so no final event is missed
         try await HandOffs.recover(downloader, store: store)

@@ -107,7 +107,7 @@ struct Get: AsyncParsableCommand {
             for url in urls { _ = try URLPolicy.validate(url) }
             if output == "-" {
                 guard urls.count == 1 else { throw ValidationError("-o - takes one URL.") }
-                let code = await StreamToStdout(url: urls[0], headers: headerPairs, sha256: sha256, transport: engine.transport()).run()
+                let code = try await StreamToStdout(url: urls[0], headers: headerPairs, sha256: sha256, transport: engine.transport()).run()
                 if code != ExitCodes.success { throw ExitCode(code) }
                 return
             }
@@ -123,7 +123,7 @@ struct Get: AsyncParsableCommand {
             }
             var configuration = engine.configuration()
             configuration.maxConcurrentDownloads = max(1, jobs)
-            let downloader = Downloader(configuration: configuration, database: try store.open(), transport: engine.transport(),
+            let downloader = Downloader(configuration: configuration, database: try store.open(), transport: try engine.transport(),
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
             let recovered = try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first
             var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:]
@@ -141,7 +141,7 @@ struct Get: AsyncParsableCommand {
                 labels[id] = name
             }
             let unchanged = before
-            let transfers = handOffAt.map { _ in HandOffs.transfers(downloader, store: store) }
+            let transfers = try handOffAt.map { _ in try HandOffs.transfers(downloader, store: store) }
             if let transfers, let handOffAt {
                 for id in ids { _ = HandOffs.handOff(id, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers) }
             }
@@ -181,7 +181,7 @@ struct Get: AsyncParsableCommand {
         }
         var name = SafePath.sanitizedFileName(URL(string: url)?.lastPathComponent ?? "", fallback: "index.html")
         if name == "/" { name = "index.html" }
-        if let suggested = await Self.contentDispositionName(url, headers: headers, transport: engine.transport()) { name = suggested }
+        if let suggested = try await Self.contentDispositionName(url, headers: headers, transport: engine.transport()) { name = suggested }
         let path = folder.appendingPathComponent(name).standardizedFileURL.path
         _ = try SafePath.validateRelative(String(path.dropFirst()))
         return path

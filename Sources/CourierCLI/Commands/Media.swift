@@ -127,7 +127,7 @@ struct Open: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), transport: engine.transport(), logger: makeLogger(verbose: false))
+            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), transport: try engine.transport(), logger: makeLogger(verbose: false))
             let existing = try await downloader.record(id: id)
             let request: DownloadRequest
             if let url, let output {

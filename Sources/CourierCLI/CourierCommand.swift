@@ -2,7 +2,6 @@ import ArgumentParser
 import Courier
 import Foundation
 
-@main
 struct CourierCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier",

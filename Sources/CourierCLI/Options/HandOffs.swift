@@ -1,5 +1,4 @@
 import Courier
-@_spi(Testing) import CourierURLSession
 import Foundation
 
 /// The CLI's side of background hand-off (`BackgroundTransfers`), so an app's hand-off can
@@ -8,9 +7,9 @@ import Foundation
 /// default configuration stands in for the background session, which only Apple has.
 enum HandOffs {
     /// The hand-off session of a store: its kept files live beside the database.
-    static func transfers(_ downloader: Downloader, store: StoreOptions) -> BackgroundTransfers {
+    static func transfers(_ downloader: Downloader, store: StoreOptions) throws -> any HandOffSession {
         let folder = URL(fileURLWithPath: store.databasePath).deletingLastPathComponent().appendingPathComponent("handoff")
-        return BackgroundTransfers(downloader: downloader, stashDirectory: folder, logger: makeLogger(verbose: false))
+        return try URLSessionBuild.required().handOffSession(downloader, stashDirectory: folder, logger: makeLogger(verbose: false))
     }
 
     /// Ends every hand-off a stopped process left: what arrived is adopted (and finished),
@@ -20,8 +19,8 @@ enum HandOffs {
     static func recover(_ downloader: Downloader, store: StoreOptions) async throws -> Set<String> {
         let ids = try await downloader.handedOffIDs()
         guard !ids.isEmpty else { return [] }
-        let transfers = transfers(downloader, store: store)
-        try await transfers.recover()
+        let transfers = try transfers(downloader, store: store)   // courier becomes courier-urlsession here
+        _ = try await transfers.recover()
         transfers.invalidate()   // no task of this process: nothing to wait for
         return Set(ids)
     }
@@ -31,7 +30,7 @@ enum HandOffs {
     /// a reply that stalls may leave the last one far behind the file.) `holdsArrival` (a
     /// hidden test flag): the task's file is kept, then nothing more happens, so a test can
     /// SIGKILL the process in that window.
-    static func handOff(_ id: String, after threshold: Int64, holdsArrival: Bool, _ transfers: BackgroundTransfers) -> Task<Void, Never> {
+    static func handOff(_ id: String, after threshold: Int64, holdsArrival: Bool, _ transfers: any HandOffSession) -> Task<Void, Never> {
         transfers.actsOnEvents = !holdsArrival
         let downloader = transfers.downloader
         return Task {

@@ -1,6 +1,5 @@
 import ArgumentParser
 @_spi(Testing) import Courier
-import CourierURLSession
 import Foundation
 
 /// Where the CLI keeps its records.
@@ -69,8 +68,8 @@ struct EngineOptions: ParsableArguments {
     }
 
     /// The HTTP transport the flags ask for, with the TLS trust they ask for (verified by default).
-    func transport() -> any HTTPTransport {
-        if stack == .urlsession { return URLSessionTransport() }
+    func transport() throws -> any HTTPTransport {
+        if stack == .urlsession { return try URLSessionBuild.required().transport() }
         let timeout = Duration.seconds(max(1, connectTimeout))
         if insecure { return AsyncHTTPClientTransport(connectTimeout: timeout, trust: .insecure) }
         if let cacert { return AsyncHTTPClientTransport(connectTimeout: timeout, trust: .additionalCA(pemFile: URL(fileURLWithPath: cacert).standardizedFileURL.path)) }
@@ -105,5 +104,5 @@ struct TransportOptions: ParsableArguments {
 
     /// The transport for the engine of a feature (documents, attachments, media): `nil`
     /// for the engine's default (AsyncHTTPClient).
-    func transport() -> (any HTTPTransport)? { stack == .urlsession ? URLSessionTransport() : nil }
+    func transport() throws -> (any HTTPTransport)? { stack == .urlsession ? try URLSessionBuild.required().transport() : nil }
 }

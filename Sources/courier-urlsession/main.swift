@@ -1,0 +1,5 @@
+import CourierCLI
+
+// `courier` with URLSession linked in: `--transport urlsession` and background hand-off.
+// `courier` runs this executable itself when a command asks for either.
+await CourierMain.run(urlSession: URLSessionCLI())
