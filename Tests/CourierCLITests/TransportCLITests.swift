@@ -1,6 +1,7 @@
 import Courier
 import CourierOrigin
 import Foundation
+import GRDB
 import Testing
 
 /// `courier get` behaves the same over either HTTP stack: resumes after a SIGKILL, never
@@ -113,5 +114,39 @@ import Testing
         #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1.mkv")) == data)
         let media = w.origin.requests.filter { $0.path == "/Items/v1/Download" }
         #expect(!media.isEmpty && media.allSatisfy { Self.viaURLSession($0) == (transport == "urlsession") }, "\(media.map(\.userAgent))")
+    }
+    @Test(arguments: TransportCLITests.transports) func attachmentsSyncDownloadsOverTheChosenStack(_ transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let remoteDir = w.base.appendingPathComponent("remote")
+        try FileManager.default.createDirectory(at: remoteDir, withIntermediateDirectories: true)
+        let origin = try await CourierOrigin.start(directory: remoteDir, writable: true)
+        defer { Task { try? await origin.stop() } }
+        let remote = origin.url("/files")
+        // Device A uploads a photo (over the default stack: uploads are the storage's own).
+        let data = try w.serve("p.jpg", size: 1 << 20)
+        let dbA = w.base.appendingPathComponent("a/app.sqlite").path
+        try FileManager.default.createDirectory(atPath: (dbA as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let saved = try await CLITests.run(["attachments", "save", "--db", dbA, "--remote", remote, w.served.appendingPathComponent("p.jpg").path])
+        let id = saved.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(saved.status == 0 && !id.isEmpty, "\(saved.stderr)")
+        #expect(try await CLITests.run(["attachments", "sync", "--db", dbA, "--remote", remote]).status == 0)
+        // Device B references it; its sync downloads it through the engine, over `transport`.
+        let dirB = w.base.appendingPathComponent("b")
+        try FileManager.default.createDirectory(at: dirB, withIntermediateDirectories: true)
+        let dbB = dirB.appendingPathComponent("app.sqlite").path
+        let pool = try DatabasePool(path: dbB)
+        try await pool.write { db in
+            try db.execute(sql: "CREATE TABLE checklists (id INTEGER PRIMARY KEY, photo_id TEXT)")
+            try db.execute(sql: "INSERT INTO checklists (photo_id) VALUES (?)", arguments: [id])
+        }
+        origin.clearRequests()
+        let sync = try await CLITests.run(["attachments", "sync", "--db", dbB, "--remote", remote, "--watch-sql", "SELECT photo_id FROM checklists",
+                                           "--watch-extension", "jpg", "--transport", transport])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dirB.appendingPathComponent("attachments").path).filter { $0.hasPrefix(id) }
+        #expect(names.count == 1 && (try? Data(contentsOf: dirB.appendingPathComponent("attachments/\(names[0])"))) == data, "\(names)")
+        let gets = origin.requests.filter { $0.method == "GET" && $0.path.hasPrefix("/files/") }
+        #expect(!gets.isEmpty && gets.allSatisfy { Self.viaURLSession($0) == (transport == "urlsession") }, "\(gets.map(\.userAgent))")
     }
 }
