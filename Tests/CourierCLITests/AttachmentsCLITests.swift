@@ -35,13 +35,7 @@ import Glibc
 
         // Device B references them (downloads), has two uploads of its own and one delete pending.
         let dirB = w.base.appendingPathComponent("b")
-        try FileManager.default.createDirectory(at: dirB, withIntermediateDirectories: true)
-        let dbB = dirB.appendingPathComponent("app.sqlite").path
-        let pool = try DatabasePool(path: dbB)
-        try await pool.write { db in
-            try db.execute(sql: "CREATE TABLE checklists (id INTEGER PRIMARY KEY, photo_id TEXT)")
-            for id in ids { try db.execute(sql: "INSERT INTO checklists (photo_id) VALUES (?)", arguments: [id]) }
-        }
+        let (dbB, pool) = try await Self.device(dirB, referencing: ids)
         let own = try await CLITests.run(["attachments", "save", "--db", dbB, "--remote", remote, paths[0]])
         let ownID = own.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try await CLITests.run(["attachments", "sync", "--db", dbB, "--remote", remote]).status == 0)
@@ -107,6 +101,18 @@ import Glibc
         #expect(list.stdout.contains("\"state\" : \"SYNCED\"") && list.stdout.contains("application/pdf"))
         let bad = try await CLITests.run(["attachments", "sync", "--db", db, "--remote", "ftp://nope"])
         #expect(bad.status == 64)
+    }
+
+    /// An app's database on another device, whose checklists reference `ids`: its sync downloads them.
+    static func device(_ dir: URL, referencing ids: [String]) async throws -> (db: String, pool: DatabasePool) {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let path = dir.appendingPathComponent("app.sqlite").path
+        let pool = try DatabasePool(path: path)
+        try await pool.write { db in
+            try db.execute(sql: "CREATE TABLE checklists (id INTEGER PRIMARY KEY, photo_id TEXT)")
+            for id in ids { try db.execute(sql: "INSERT INTO checklists (photo_id) VALUES (?)", arguments: [id]) }
+        }
+        return (path, pool)
     }
 
     private func expectNoSyncedWithoutFile(_ pool: DatabasePool, dir: URL) async throws {

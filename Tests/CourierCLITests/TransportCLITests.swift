@@ -1,7 +1,6 @@
 import Courier
 import CourierOrigin
 import Foundation
-import GRDB
 import Testing
 
 /// `courier get` behaves the same over either HTTP stack: resumes after a SIGKILL, never
@@ -133,13 +132,7 @@ import Testing
         #expect(try await CLITests.run(["attachments", "sync", "--db", dbA, "--remote", remote]).status == 0)
         // Device B references it; its sync downloads it through the engine, over `transport`.
         let dirB = w.base.appendingPathComponent("b")
-        try FileManager.default.createDirectory(at: dirB, withIntermediateDirectories: true)
-        let dbB = dirB.appendingPathComponent("app.sqlite").path
-        let pool = try DatabasePool(path: dbB)
-        try await pool.write { db in
-            try db.execute(sql: "CREATE TABLE checklists (id INTEGER PRIMARY KEY, photo_id TEXT)")
-            try db.execute(sql: "INSERT INTO checklists (photo_id) VALUES (?)", arguments: [id])
-        }
+        let dbB = try await AttachmentsCLITests.device(dirB, referencing: [id]).db
         origin.clearRequests()
         let sync = try await CLITests.run(["attachments", "sync", "--db", dbB, "--remote", remote, "--watch-sql", "SELECT photo_id FROM checklists",
                                            "--watch-extension", "jpg", "--transport", transport])
