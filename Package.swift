@@ -61,6 +61,7 @@ let package = Package(
                 "Courier",
                 "CourierAttachments",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -14,22 +14,35 @@ public enum DocumentDownloadStatus: Sendable, Equatable {
     case failed(CourierError)
 }
 
-/// A status and, when the container knows it, the percent downloaded (0…100).
+/// A status and, when the container knows it, the percent downloaded (0…100), the bytes
+/// received, and where the upload of a local change stands.
 public struct DocumentState: Sendable, Equatable {
     /// The status; `nil` while unknown.
     public var status: DocumentDownloadStatus?
     /// Percent downloaded, when known. Advisory only: it may jump from 0 to 100.
     public var percent: Double?
-    /// Why the last upload of a local change failed for good (retries exhausted, or an
-    /// error no retry helps); `nil` when none failed. The local file stands either way;
-    /// the next write uploads again.
-    public var uploadFailure: CourierError?
+    /// Bytes of the document received so far by a running download, when the container
+    /// counts them. A count that moves is progress, even while the percent stands still.
+    public var bytesReceived: Int64?
+    /// The upload a local change owes (pending, failed, or in conflict); `nil` when there
+    /// is nothing to send.
+    public var upload: DocumentUploadStatus?
+
+    /// Why the last upload of a local change failed for good, or conflicts; `nil` when none
+    /// did. The local file stands either way.
+    public var uploadFailure: CourierError? {
+        switch upload {
+        case .failed?, .conflict?: return upload?.error
+        case .pending?, nil: return nil
+        }
+    }
 
     /// Makes a state.
-    public init(status: DocumentDownloadStatus?, percent: Double? = nil, uploadFailure: CourierError? = nil) {
+    public init(status: DocumentDownloadStatus?, percent: Double? = nil, bytesReceived: Int64? = nil, upload: DocumentUploadStatus? = nil) {
         self.status = status
         self.percent = percent
-        self.uploadFailure = uploadFailure
+        self.bytesReceived = bytesReceived
+        self.upload = upload
     }
 }
 
@@ -50,6 +63,16 @@ public protocol DocumentContainer: Sendable {
     func coordinatedRead(_ path: String, chunkSize: Int, _ body: @Sendable (Data) async throws -> Void) async throws
     /// Replaces the file atomically under an exclusive coordination lock, and queues its upload.
     func coordinatedWrite(_ path: String, data: Data) async throws
+    /// Before a read of a present document: when the remote is reachable and has a newer
+    /// version than the one the local copy came from (and no local change is owed), puts it
+    /// in place. Offline, or on any failure, the local copy stands. The default does nothing
+    /// (iCloud keeps its own copies current).
+    func refresh(_ path: String) async
+}
+
+extension DocumentContainer {
+    /// Nothing to refresh.
+    public func refresh(_ path: String) async {}
 }
 
 extension CourierError.Code {

@@ -3,8 +3,9 @@ import Foundation
 
 /// How ``Documents`` waits for downloads.
 public struct DocumentsOptions: Sendable {
-    /// With no progress for this long (no status change, no movement of the percent), the
-    /// download is triggered again. The percent alone is never trusted to say "done".
+    /// With no progress for this long (no status change, no byte received, no movement of
+    /// the percent), the download is triggered again. A long, healthy transfer is never idle.
+    /// The percent alone is never trusted to say "done".
     public var idleTimeout: Duration = .seconds(30)
     /// Triggers after the first, before `CourierError/Code/timeout`.
     public var maxRetriggers: Int = 2
@@ -99,7 +100,8 @@ public struct Documents: Sendable {
         }
     }
 
-    /// Triggers the download when needed and waits for *current*, watching status changes
+    /// Refreshes a present document whose remote changed (``DocumentContainer/refresh(_:)``),
+    /// triggers the download when needed and waits for *current*, watching for progress
     /// under the idle watchdog and re-triggering a bounded number of times. An unknown
     /// status with nothing on disk returns at once: the open then says `E_FNF`; an unknown
     /// status with an entry on disk triggers at once.
@@ -107,16 +109,21 @@ public struct Documents: Sendable {
         var triggers = 0
         var lastStatus: DocumentDownloadStatus?? = .none
         var lastPercent: Double?
+        var lastBytes: Int64?
+        await container.refresh(path)
         var lastChange = ContinuousClock.now
         while true {
             try Task.checkCancellation()
             let state = await container.state(of: path)
-            // Progress is a status change or a percent that moved: a long, healthy transfer
-            // (status "downloading" throughout) is never idle. A percent that stands still
-            // proves nothing, and one that jumps from 0 to 100 is a change like any other.
-            if lastStatus == nil || lastStatus! != state.status || (state.percent != nil && state.percent != lastPercent) {
+            // Progress is a status change, a byte received or a percent that moved: a long,
+            // healthy transfer (status "downloading" throughout) is never idle. A percent
+            // that stands still proves nothing, and one that jumps from 0 to 100 is a change
+            // like any other.
+            if lastStatus == nil || lastStatus! != state.status || (state.percent != nil && state.percent != lastPercent)
+                || (state.bytesReceived != nil && state.bytesReceived != lastBytes) {
                 lastStatus = .some(state.status)
                 lastPercent = state.percent ?? lastPercent
+                lastBytes = state.bytesReceived ?? lastBytes
                 lastChange = .now
             }
             switch state.status {

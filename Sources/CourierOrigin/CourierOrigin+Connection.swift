@@ -34,8 +34,9 @@ extension CourierOrigin {
         }
     }
 
-    /// PUT stores the body at the path (atomically: temp file, then rename); DELETE
-    /// removes the file (404 when it is not there). Only when the origin is writable.
+    /// PUT stores the body at the path (atomically: temp file, then rename), honouring
+    /// `If-Match` and `If-None-Match: *` (412 when they fail) and answering the new `ETag`;
+    /// DELETE removes the file (404 when it is not there). Only when the origin is writable.
     func respondToWrite(_ head: HTTPRequestHead, upload: UploadSink?, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws -> Bool {
         let (path, query) = Self.splitTarget(head.uri)
         let keepAlive = head.isKeepAlive
@@ -47,9 +48,9 @@ extension CourierOrigin {
             let q = Fault(query: query)
             return (q.isEmpty ? (s.faults[path] ?? Fault()) : q, s.counts[path]!, s.requiredAuthorization)
         }
-        func answer(_ status: Int) async throws -> Bool {
+        func answer(_ status: Int, _ extra: [(String, String)] = []) async throws -> Bool {
             record.status = status
-            try await writeSimple(status: status, outbound: outbound, keepAlive: keepAlive, isHead: false)
+            try await writeSimple(status: status, extra: extra, outbound: outbound, keepAlive: keepAlive, isHead: false)
             return keepAlive
         }
         guard writable else { return try await answer(405) }
@@ -65,9 +66,12 @@ extension CourierOrigin {
             return try await answer(204)
         }
         guard let upload else { return try await answer(500) }
+        let current = resolve(path).map { Self.etag(size: $0.size, mtime: $0.mtime) }
+        if let ifMatch = head.headers.first(name: "If-Match"), ifMatch != "*" ? ifMatch != current : current == nil { return try await answer(412) }
+        if head.headers.first(name: "If-None-Match") == "*", current != nil { return try await answer(412) }
         try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
         try upload.commit(to: target)
-        return try await answer(201)
+        return try await answer(201, resolve(path).map { [("ETag", Self.etag(size: $0.size, mtime: $0.mtime))] } ?? [])
     }
 
     /// Jellyfin-shaped routes, served from `jellyfin/` in the directory when it exists:
@@ -115,6 +119,11 @@ extension CourierOrigin {
         let text = body ?? "\(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\n"
         try await writeHead(status: status, headers: extra + [("Content-Type", "text/plain"), ("Content-Length", String(text.utf8.count))], outbound: outbound, keepAlive: keepAlive)
         if !isHead { try await outbound.write(ByteBuffer(string: text)) }
+    }
+
+    /// A file's strong ETag: its size and modification time (whole seconds, as served).
+    static func etag(size: Int64, mtime: Double) -> String {
+        "\"\(String(size, radix: 16))-\(String(Int64(mtime * 1000), radix: 16))\""
     }
 
     static func splitTarget(_ uri: String) -> (String, [String: String]) {

@@ -205,8 +205,9 @@ public final class CourierOrigin: Sendable {
 
         // Validators.
         let mtime = file.mtime + (f.changeETag ? Double(generation) : 0)
-        let tagCore = "\(String(file.size, radix: 16))-\(String(Int64(mtime * 1000), radix: 16))"
-        let etag = f.noValidators ? nil : (f.weakETag ? "W/\"\(tagCore)\"" : f.unquotedETag ? tagCore : "\"\(tagCore)\"")
+        let strong = Self.etag(size: file.size, mtime: mtime)
+        let tagCore = String(strong.dropFirst().dropLast())
+        let etag = f.noValidators ? nil : (f.weakETag ? "W/\(strong)" : f.unquotedETag ? tagCore : strong)
         let lastModified = f.noValidators ? nil : Self.httpDate(mtime)
 
         var headers: [(String, String)] = [("Accept-Ranges", f.ignoreRange ? "none" : "bytes")]

@@ -69,9 +69,10 @@ func code(of body: () async throws -> Void) async -> String? { await errorCode(b
         #expect(try await docs.readInPlace("docs/a.txt") == text)
         #expect(!FileManager.default.fileExists(atPath: Placeholder.url(for: w.local.appendingPathComponent("docs/a.txt")).path))
         let gets = w.origin.requests.filter { $0.method == "GET" }.count
-        // A present file reads with no network at all.
+        // A present, unchanged file reads with one HEAD (has the remote changed?) and no GET.
         #expect(try await docs.readInPlaceBytes("docs/a.txt") == Data(text.utf8))
         #expect(w.origin.requests.filter { $0.method == "GET" }.count == gets)
+        #expect(w.origin.requests.filter { $0.method == "HEAD" }.count == 1)
     }
 
     @Test func missingPathIsFileNotFoundOnOpen() async throws {

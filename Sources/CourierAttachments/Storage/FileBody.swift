@@ -75,7 +75,10 @@ enum HTTPCalls {
 
     static func failure(_ what: String, _ response: HTTPClientResponse, _ body: String) -> CourierError {
         let status = Int(response.status.code)
-        let code: CourierError.Code = status == 404 ? .remoteNotFound : .remoteStorage
+        // A server's trouble (5xx, 408, 429) passes, as the engine's replies do: retried with
+        // backoff. Anything else is the storage's answer and stands.
+        let code: CourierError.Code = status == 404 ? .remoteNotFound : status == 408 ? .timeout
+            : (status >= 500 || status == 429) ? .httpServerError : .remoteStorage
         return CourierError(code, "\(what) failed: \(status) \(response.status.reasonPhrase) \(body.prefix(300))", httpStatus: status)
     }
 }

@@ -6,7 +6,7 @@ import NIOHTTP1
 
 /// Attachments under a base URL: `PUT`, `GET` and `DELETE` of `<base>/<filename>`.
 /// Downloads go through Courier's resumable engine (``ResumableRemoteStorage``).
-public final class HTTPRemoteStorage: ResumableRemoteStorage {
+public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteStorage {
     /// The base URL, without a trailing slash.
     public let baseURL: String
     private let headers: [(name: String, value: String)]
@@ -40,12 +40,29 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage {
 
     /// PUTs the file, streamed.
     public func upload(fileAt file: URL, attachment: Attachment) async throws {
+        _ = try await upload(fileAt: file, attachment: attachment, precondition: .none)
+    }
+
+    /// PUTs the file, streamed, with `If-Match` / `If-None-Match` for the precondition; a
+    /// 412 is ``CourierError/Code/conflict``. Returns the reply's `ETag`, when it has one.
+    public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
         var r = request(.PUT, try url(for: attachment))
         if let type = attachment.mediaType { r.headers.add(name: "Content-Type", value: type) }
+        if let (name, value) = precondition.header { r.headers.add(name: name, value: value) }
         r.body = FileChunks(url: file, offset: 0, length: try FileChunks.size(of: file)).body
         let response = try await HTTPCalls.execute(client, r, timeout: .seconds(300))
         let text = try await HTTPCalls.text(response)
+        if response.status == .preconditionFailed { throw precondition.conflict(attachment.filename) }
         guard (200..<300).contains(response.status.code) else { throw HTTPCalls.failure("upload of \(attachment.filename)", response, text) }
+        return response.headers.first(name: "ETag")
+    }
+
+    /// The file's `ETag` from a `HEAD` (`nil` on 404).
+    public func version(of attachment: Attachment) async throws -> String? {
+        let response = try await HTTPCalls.execute(client, request(.HEAD, try url(for: attachment)), timeout: .seconds(60))
+        if response.status == .notFound || response.status == .gone { return nil }
+        guard response.status == .ok else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
+        return response.headers.first(name: "ETag")
     }
 
     /// GETs the file into `destination` (the queue uses the resumable engine instead).

@@ -2,7 +2,7 @@ import Courier
 import Foundation
 
 /// A directory as remote storage: for tests, and for apps that sync a folder.
-public struct LocalRemoteStorage: RemoteStorage {
+public struct LocalRemoteStorage: ConditionalRemoteStorage {
     /// The directory holding the attachments, one file per attachment, named by its file name.
     public let directory: URL
 
@@ -20,6 +20,31 @@ public struct LocalRemoteStorage: RemoteStorage {
     public func upload(fileAt file: URL, attachment: Attachment) async throws {
         let target = try url(for: attachment)
         try FileCopy.atomicCopy(from: file, to: target)
+    }
+
+    /// Copies the file in if the precondition holds (checked just before the copy: another
+    /// process writing between the check and the rename is not excluded). Returns the new version.
+    public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
+        let current = try await version(of: attachment)
+        switch precondition {
+        case .none: break
+        case .absent: if current != nil { throw precondition.conflict(attachment.filename) }
+        case let .matches(etag): if current != etag { throw precondition.conflict(attachment.filename) }
+        }
+        try await upload(fileAt: file, attachment: attachment)
+        return try await version(of: attachment)
+    }
+
+    /// The file's version as its listing gives it (``etag(size:modified:)``); `nil` when absent.
+    public func version(of attachment: Attachment) async throws -> String? {
+        guard let attrs = try? FileManager.default.attributesOfItem(atPath: try url(for: attachment).path),   // no such file: no version
+              let size = (attrs[.size] as? NSNumber)?.int64Value, let date = attrs[.modificationDate] as? Date else { return nil }
+        return Self.etag(size: size, modified: date)
+    }
+
+    /// A file's ETag here: its size and modification time in milliseconds.
+    static func etag(size: Int64, modified: Date?) -> String {
+        "\"\(size)-\(Int64((modified?.timeIntervalSince1970 ?? 0) * 1000))\""
     }
 
     /// Copies the file out, atomically. A missing file is `CourierError/Code/remoteNotFound`.

@@ -36,8 +36,8 @@ extension LocalRemoteStorage: RemoteListing {
             let values = try url.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey, .contentModificationDateKey])
             guard values.isRegularFile == true, !url.lastPathComponent.hasPrefix(".") else { continue }
             let key = String(url.standardizedFileURL.path.dropFirst(base.count + 1))
-            let mtime = Int64((values.contentModificationDate?.timeIntervalSince1970 ?? 0) * 1000)
-            out.append(RemoteObject(key: key, size: Int64(values.fileSize ?? 0), etag: "\"\(values.fileSize ?? 0)-\(mtime)\""))
+            let size = Int64(values.fileSize ?? 0)
+            out.append(RemoteObject(key: key, size: size, etag: Self.etag(size: size, modified: values.contentModificationDate)))
         }
         return out.sorted { $0.key < $1.key }
     }

@@ -108,7 +108,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
         configuration.prefix + (try SafePath.validateRelative(attachment.filename))
     }
 
-    private func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
+    func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
                       body: HTTPClientRequest.Body? = nil, timeout: TimeAmount = .seconds(300)) async throws -> HTTPClientResponse {
         var r = HTTPClientRequest(url: url.absoluteString)
         r.method = method
@@ -131,24 +131,39 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
 
     /// Uploads the file: one PUT, or a multipart upload past the threshold.
     public func upload(fileAt file: URL, attachment: Attachment) async throws {
+        _ = try await upload(fileAt: file, attachment: attachment, precondition: .none)
+    }
+
+    /// Uploads the file under a precondition (`If-Match` / `If-None-Match` on the PUT, or on
+    /// `CompleteMultipartUpload`); a 412 is ``CourierError/Code/conflict``. Returns the new ETag.
+    public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
         let size = try FileChunks.size(of: file)
         let key = try key(for: attachment)
         var headers: [(String, String)] = []
         if let type = attachment.mediaType { headers.append(("Content-Type", type)) }
         if size <= configuration.multipartThreshold {
-            let response = try await send(.PUT, objectURL(key: key), headers: headers + [("Content-Length", String(size))], payloadHash: SigV4Signer.unsignedPayload,
-                                          body: FileChunks(url: file, offset: 0, length: size).body)
+            let response = try await send(.PUT, objectURL(key: key), headers: headers + [("Content-Length", String(size))] + (precondition.header.map { [$0] } ?? []),
+                                          payloadHash: SigV4Signer.unsignedPayload, body: FileChunks(url: file, offset: 0, length: size).body)
             let text = try await HTTPCalls.text(response)
+            if response.status == .preconditionFailed { throw precondition.conflict(key) }
             guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
-            return
+            return response.headers.first(name: "ETag")
         }
-        try await multipartUpload(file: file, size: size, key: key, headers: headers)
+        return try await multipartUpload(file: file, size: size, key: key, headers: headers, precondition: precondition)
+    }
+
+    /// The object's current ETag, or `nil` when it is absent.
+    public func version(of attachment: Attachment) async throws -> String? {
+        let response = try await send(.HEAD, objectURL(key: try key(for: attachment)), timeout: .seconds(60))
+        if response.status == .notFound { return nil }
+        guard response.status == .ok else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
+        return response.headers.first(name: "ETag")
     }
 
     /// The number of parts a file of `size` bytes is sent in.
     public func partCount(forSize size: Int64) -> Int { Int((size + configuration.partSize - 1) / configuration.partSize) }
 
-    private func multipartUpload(file: URL, size: Int64, key: String, headers: [(String, String)]) async throws {
+    private func multipartUpload(file: URL, size: Int64, key: String, headers: [(String, String)], precondition: UploadPrecondition) async throws -> String? {
         let create = try await send(.POST, objectURL(key: key, query: "uploads="), headers: headers)
         let createText = try await HTTPCalls.text(create)
         guard create.status == .ok, let uploadID = Self.xmlValue("UploadId", in: createText) else {
@@ -174,13 +189,16 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
             let xml = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
             let body = Data(xml.utf8)
             let complete = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
-                                          headers: [("Content-Length", String(body.count))], payloadHash: SHA256Hex.hex(SHA256Hash.of(body)),
+                                          headers: [("Content-Length", String(body.count))] + (precondition.header.map { [$0] } ?? []),
+                                          payloadHash: SHA256Hex.hex(SHA256Hash.of(body)),
                                           body: .bytes(ByteBuffer(bytes: body)))
             let completeText = try await HTTPCalls.text(complete)
+            if complete.status == .preconditionFailed { throw precondition.conflict(key) }
             // S3 can answer 200 with an <Error> body.
             guard complete.status == .ok, !completeText.contains("<Error>") else {
                 throw HTTPCalls.failure("completing the multipart upload of \(key)", complete, completeText)
             }
+            return Self.xmlValue("ETag", in: completeText).map { $0.replacingOccurrences(of: "&quot;", with: "\"") }
         } catch {
             _ = try? await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"))   // best effort: the upload already failed with its own error; S3 expires the parts
             throw error
@@ -204,11 +222,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
     }
 
     /// The object's ETag (a multipart object's ends in `-<parts>`), or `nil` when it is absent.
-    public func objectETag(for attachment: Attachment) async throws -> String? {
-        let response = try await send(.HEAD, objectURL(key: try key(for: attachment)))
-        _ = try? await HTTPCalls.text(response)   // the body only enriches the message; the status already failed
-        return response.status == .ok ? response.headers.first(name: "ETag") : nil
-    }
+    public func objectETag(for attachment: Attachment) async throws -> String? { try await version(of: attachment) }
 
     /// One page of a bucket listing (XML).
     func listPage(query: String) async throws -> String {

@@ -2,18 +2,14 @@ import Courier
 import Foundation
 
 /// Advisory coordination between readers and writers of one document, with `flock` on a
-/// sidecar lock file: readers share, a writer is alone. Waiting polls without blocking a
-/// thread, so many waiters cannot starve Swift's cooperative pool.
+/// lock file in the mirror's hidden folder (``MirrorFolder``): readers share, a writer is
+/// alone. Waiting polls without blocking a thread, so many waiters cannot starve Swift's
+/// cooperative pool.
 enum FileCoordination {
     enum Mode { case shared, exclusive }
 
-    static func lockURL(for url: URL) -> URL {
-        url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).courier-lock")
-    }
-
-    /// Runs `body` holding the lock.
-    static func withLock<T>(_ url: URL, _ mode: Mode, _ body: () async throws -> T) async throws -> T {
-        let lock = lockURL(for: url)
+    /// Runs `body` holding `lock`, the lock file of the document at `url`.
+    static func withLock<T>(_ lock: URL, of url: URL, _ mode: Mode, _ body: () async throws -> T) async throws -> T {
         let fd = open(lock.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else {
             throw FileErrors.error(errno, "coordinate access to", url, mode == .shared ? .read : .write)

@@ -1,0 +1,47 @@
+import Courier
+import Foundation
+
+/// What an upload requires of the remote object it replaces: the compare half of a
+/// compare-and-swap, so a write made from an old copy never silently overwrites a newer one.
+public enum UploadPrecondition: Sendable, Equatable {
+    /// Upload whatever is there (the version the local copy came from is unknown).
+    case none
+    /// Only when no object is there yet (`If-None-Match: *`): a document created here.
+    case absent
+    /// Only when the object is still this version (`If-Match: <ETag>`).
+    case matches(String)
+}
+
+extension CourierError.Code {
+    /// The remote object changed since the local copy was taken: the upload was refused
+    /// (HTTP 412) and nothing was overwritten.
+    public static let conflict = Self(rawValue: "E_CONFLICT")
+}
+
+/// A remote storage that tells an object's current version and uploads under a
+/// precondition: what mirrored documents need to find conflicts (HTTP with ETags, S3, a
+/// local folder).
+public protocol ConditionalRemoteStorage: RemoteStorage {
+    /// The object's current version (its ETag), or `nil` when there is no such object.
+    func version(of attachment: Attachment) async throws -> String?
+    /// Uploads the file only if `precondition` holds, and returns the new version when the
+    /// remote tells it. A failed precondition is ``CourierError/Code/conflict``.
+    func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String?
+}
+
+extension UploadPrecondition {
+    /// The request header that carries it, if any.
+    var header: (String, String)? {
+        switch self {
+        case .none: return nil
+        case .absent: return ("If-None-Match", "*")
+        case let .matches(etag): return ("If-Match", etag)
+        }
+    }
+
+    /// The conflict error for a 412 reply.
+    func conflict(_ name: String) -> CourierError {
+        CourierError(.conflict, "\(name) changed on the remote since this copy was taken (412 Precondition Failed); nothing was overwritten",
+                     httpStatus: 412)
+    }
+}

@@ -1,0 +1,104 @@
+import Courier
+import CourierAttachments
+import Foundation
+
+/// Downloads: a placeholder's first download, and the refresh of a present document whose
+/// remote changed. Each records the remote version it put in place.
+extension MirrorContainer {
+    /// Starts the download of a placeholder (a no-op for a present file).
+    public func startDownloading(_ path: String, restart: Bool) async throws {
+        let target = try url(path)
+        guard let placeholder = Placeholder.read(for: target) else { return }
+        failures.withLock { $0[path] = nil }
+        if downloader == nil, transfers.withLock({ $0[path] != nil }), !restart { return }
+        let fetch = try await prepareFetch(path, key: placeholder.key, restart: restart)
+        watch(path, target: target) { try await fetch() }
+    }
+
+    /// Before a read of a present document: when the remote has a newer version than the
+    /// one the local copy came from, and no local change is owed, puts it in place (the old
+    /// file stays readable until the new one, whole, replaces it). Offline, a remote that
+    /// is gone, an unknown base, or any failure: the local copy stands.
+    public func refresh(_ path: String) async {
+        guard let conditional = storage as? any ConditionalRemoteStorage, let target = try? url(path),   // an invalid path has nothing to refresh
+              Placeholder.read(for: target) == nil, FileManager.default.fileExists(atPath: target.path) else { return }
+        do {
+            guard let row = try await sync.row(path), row.state == .synced, let base = row.base, !base.isEmpty else { return }
+            let remote: String?
+            do { remote = try await conditional.version(of: Attachment(id: path, filename: path, state: .queuedDownload)) } catch {
+                logger.debug("\(path): the remote cannot be asked (\(error)); reading the local copy")
+                return
+            }
+            guard let remote, remote != base else { return }
+            logger.info("\(path) changed on the remote; fetching the new version")
+            let version = try await prepareFetch(path, key: path, restart: false)()
+            try await sync.noteDownloaded(path, version: version ?? remote)
+        } catch {
+            logger.warning("\(path): refreshing from the remote failed (\(error)); reading the local copy")
+        }
+    }
+
+    /// The transfer that fetches `key` to `path` and returns the version it put in place:
+    /// through the engine (resumable, progress counted) when the storage allows it.
+    func prepareFetch(_ path: String, key: String, restart: Bool) async throws -> @Sendable () async throws -> String? {
+        let target = try url(path)
+        let attachment = Attachment(id: path, filename: key, state: .queuedDownload)
+        if let downloader, let resumable = storage as? any ResumableRemoteStorage {
+            let id = Self.downloadID(path)
+            if restart, await downloader.runningIDs.contains(id) {
+                try? await downloader.pause(id: id)   // a download that already ended needs no pause
+            }
+            try await downloader.enqueue(DownloadRequest(id: id, url: try await resumable.downloadURL(for: attachment), destination: path))
+            return { [received] in
+                defer { received.withLock { _ = $0.removeValue(forKey: path) } }
+                let record = try await Self.follow(downloader, id: id) { bytes in received.withLock { $0[path] = bytes } }
+                return record.etag
+            }
+        }
+        let storage = self.storage
+        return {
+            try await storage.download(attachment, to: target)
+            return try await (storage as? any ConditionalRemoteStorage)?.version(of: attachment)
+        }
+    }
+
+    /// Waits for a download's end, passing on its bytes received, then forgets its record
+    /// (the file stays). Returns the completed record.
+    static func follow(_ downloader: Downloader, id: String, progress: @Sendable (Int64) -> Void) async throws -> DownloadRecord {
+        for await event in downloader.events(for: id) {
+            if case let .progress(p) = event { progress(p.bytesReceived) }
+            if let end = event.end {
+                let record = try end.completedRecord(id: id)
+                try await downloader.cancel(id: id)   // on a completed download: the record goes, the file stays
+                return record
+            }
+        }
+        throw CourierError(.cancelled, "the downloader shut down before download \(id) finished")
+    }
+
+    /// Runs a download in the background; on success the placeholder goes (the file is in
+    /// place first) and the version is remembered, on failure the error is kept for
+    /// ``state(of:)``.
+    private func watch(_ path: String, target: URL, _ transfer: @escaping @Sendable () async throws -> String?) {
+        let token = UUID()
+        let task = Task { [failures, transfers, sync, logger] in
+            do {
+                let version = try await transfer()
+                unlink(Placeholder.url(for: target).path)
+                do { try await sync.noteDownloaded(path, version: version) } catch {
+                    // The document is in place; only the conflict check of its next upload
+                    // loses its base (it then uploads unconditionally).
+                    logger.warning("cannot remember the version of \(path): \(error)")
+                }
+            } catch is CancellationError {
+            } catch let error as CourierError where error.code == .paused {
+                // Restarted: the new transfer reports.
+            } catch {
+                let e = error as? CourierError ?? CourierError(.network, "download of \(path) failed", underlying: error)
+                failures.withLock { $0[path] = e }
+            }
+            transfers.withLock { if $0[path]?.token == token { $0[path] = nil } }   // a restart's newer transfer stays
+        }
+        transfers.withLock { $0[path]?.task.cancel(); $0[path] = (token, task) }
+    }
+}

@@ -1,0 +1,48 @@
+import Courier
+import CourierAttachments
+import Foundation
+
+/// Placeholders: made from the remote's listing, and made again by evicting a document.
+extension MirrorContainer {
+    /// Creates a placeholder for every remote object that has no local file. Returns the
+    /// paths it created.
+    @discardableResult
+    public func createPlaceholders() async throws -> [String] {
+        guard let listing = storage as? any RemoteListing else {
+            throw CourierError(.invalidArgument, "this remote cannot list its files; placeholders need an S3 or folder remote")
+        }
+        var created: [String] = []
+        for object in try await listing.list() {
+            guard let target = try? url(object.key) else { continue }   // a remote key that is no safe local path is skipped, never written
+            if FileManager.default.fileExists(atPath: target.path) { continue }
+            try Placeholder(key: object.key, size: object.size, etag: object.etag).write(for: target)
+            created.append(object.key)
+        }
+        return created
+    }
+
+    /// Turns a downloaded document back into a placeholder, keeping nothing stale: the file,
+    /// any partial, the engine's record and what the mirror remembered of it go. A document
+    /// whose change is not uploaded yet is refused (`E_INVALID_STATE`): evicting it would
+    /// lose the change.
+    public func evict(_ path: String) async throws {
+        let target = try url(path)
+        guard FileManager.default.fileExists(atPath: target.path) else {
+            if Placeholder.read(for: target) != nil { return }
+            throw CourierError(.fileNotFound, "\(path) is not here")
+        }
+        if let row = try await sync.row(path), row.state != .synced {
+            throw CourierError(.invalidState, "\(path) has a change not uploaded yet; evicting it would lose the change")
+        }
+        let size = PartialFile.length(at: target)
+        let base = try await sync.row(path)?.base
+        try await withLock(path, target, .exclusive) {
+            try Placeholder(key: path, size: size, etag: base.flatMap { $0.isEmpty ? nil : $0 }).write(for: target)
+            unlink(target.path)
+            unlink(target.path + ".partial")
+        }
+        try await sync.forget(path)
+        if let downloader { try? await downloader.cancel(id: Self.downloadID(path)) }   // no engine record for this path is what we want
+        failures.withLock { $0[path] = nil }
+    }
+}
