@@ -8,6 +8,9 @@ extension CourierError.Code {
     public static let remoteStorage = Self(rawValue: "E_REMOTE_STORAGE")
     /// The remote has no such object.
     public static let remoteNotFound = Self(rawValue: "E_REMOTE_NOT_FOUND")
+    /// A file too large to hold in memory for a `Data`-based remote storage
+    /// (``DataRemoteStorage/maxInMemoryBytes``).
+    public static let attachmentTooLarge = Self(rawValue: "E_ATTACHMENT_TOO_LARGE")
 }
 
 enum AttachmentError {

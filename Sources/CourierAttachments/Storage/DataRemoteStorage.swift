@@ -1,0 +1,74 @@
+import Courier
+import Foundation
+
+/// A remote storage that moves whole files as `Data`, as PowerSync's Swift SDK defines
+/// its `RemoteStorageAdapter`: bring such an adapter over unchanged, and wrap it in a
+/// ``DataRemoteStorage``.
+public protocol DataRemoteStorageAdapter: Sendable {
+    /// Sends the attachment's bytes.
+    /// - Parameters:
+    ///   - fileData: the whole file.
+    ///   - attachment: its record.
+    func uploadFile(fileData: Data, attachment: Attachment) async throws
+    /// Returns the attachment's bytes.
+    /// - Parameter attachment: its record.
+    func downloadFile(attachment: Attachment) async throws -> Data
+    /// Deletes the attachment remotely.
+    /// - Parameter attachment: its record.
+    func deleteFile(attachment: Attachment) async throws
+}
+
+/// A ``RemoteStorage`` over a ``DataRemoteStorageAdapter``: an upload reads the file into
+/// memory, a download writes the returned bytes whole or not at all. Whole-file buffers
+/// run phones out of memory, so a file larger than ``maxInMemoryBytes`` fails with
+/// ``Courier/CourierError/Code/attachmentTooLarge`` instead of being read; prefer a
+/// streaming storage (``HTTPRemoteStorage``, ``S3RemoteStorage``) for large files.
+public struct DataRemoteStorage: RemoteStorage {
+    /// The wrapped adapter.
+    public let adapter: any DataRemoteStorageAdapter
+    /// The largest file held in memory, in bytes.
+    public let maxInMemoryBytes: Int64
+
+    /// Wraps `adapter`.
+    /// - Parameters:
+    ///   - adapter: the `Data`-based storage.
+    ///   - maxInMemoryBytes: the largest file read into memory (default 256 MiB).
+    public init(wrapping adapter: any DataRemoteStorageAdapter, maxInMemoryBytes: Int64 = 256 << 20) {
+        self.adapter = adapter
+        self.maxInMemoryBytes = maxInMemoryBytes
+    }
+
+    /// Reads the file (refused over ``maxInMemoryBytes``) and hands it to the adapter.
+    public func upload(fileAt file: URL, attachment: Attachment) async throws {
+        let size = try FileChunks.size(of: file)
+        guard size <= maxInMemoryBytes else {
+            throw CourierError(.attachmentTooLarge, "\(attachment.filename) has \(size) bytes, over the \(maxInMemoryBytes) a Data-based storage may hold in memory")
+        }
+        let data: Data
+        do { data = try Data(contentsOf: file) } catch { throw FileErrors.error(error, "read", file, .read) }
+        try await Self.mapped("upload of \(attachment.filename)") { try await adapter.uploadFile(fileData: data, attachment: attachment) }
+    }
+
+    /// Asks the adapter for the bytes (refused beforehand when the record's size is over
+    /// ``maxInMemoryBytes``) and writes them atomically to `destination`.
+    public func download(_ attachment: Attachment, to destination: URL) async throws {
+        if let size = attachment.size, size > maxInMemoryBytes {
+            throw CourierError(.attachmentTooLarge, "\(attachment.filename) has \(size) bytes, over the \(maxInMemoryBytes) a Data-based storage may hold in memory")
+        }
+        let data = try await Self.mapped("download of \(attachment.filename)") { try await adapter.downloadFile(attachment: attachment) }
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try AtomicWrite.write(data, to: destination)
+    }
+
+    /// Asks the adapter to delete.
+    public func delete(_ attachment: Attachment) async throws {
+        try await Self.mapped("delete of \(attachment.filename)") { try await adapter.deleteFile(attachment: attachment) }
+    }
+
+    /// The adapter's errors leave as ``Courier/CourierError``s (its own pass unchanged).
+    static func mapped<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch let error as CourierError { throw error } catch {
+            throw CourierError(.remoteStorage, "\(what) failed", underlying: error)
+        }
+    }
+}
