@@ -10,7 +10,8 @@ struct Device {
     let dir: URL
     let queue: AttachmentQueue
 
-    init(base: URL, name: String, storage: any RemoteStorage, handler: (any SyncErrorHandler)? = nil, configure: (inout AttachmentQueueOptions) -> Void = { _ in }) throws {
+    init(base: URL, name: String, storage: any RemoteStorage, handler: (any SyncErrorHandler)? = nil, localStorage: (any LocalStorage)? = nil,
+         configure: (inout AttachmentQueueOptions) -> Void = { _ in }) throws {
         let root = base.appendingPathComponent(name)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         db = try DatabasePool(path: root.appendingPathComponent("app.sqlite").path)
@@ -22,7 +23,7 @@ struct Device {
         options.syncInterval = .zero
         options.retryPolicy = RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
         configure(&options)
-        queue = try AttachmentQueue(database: db, directory: dir, remoteStorage: storage, errorHandler: handler, options: options)
+        queue = try AttachmentQueue(database: db, directory: dir, remoteStorage: storage, errorHandler: handler, options: options, localStorage: localStorage)
     }
 
     var watched: AsyncThrowingStream<[WatchedAttachmentItem], any Error> {

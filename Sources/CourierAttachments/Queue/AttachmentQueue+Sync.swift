@@ -7,7 +7,7 @@ import GRDB
 extension AttachmentQueue {
     /// Asks for a sync pass; during a pass, schedules exactly one more.
     public func requestSync() {
-        guard !stopped else { return }
+        guard !stopped, !clearing else { return }
         if syncTask != nil {
             passRequested = true
             return
@@ -34,13 +34,16 @@ extension AttachmentQueue {
         scheduleWake()
     }
 
-    /// One pass: every queued upload, download and delete that is not backing off, at most
-    /// ``AttachmentQueueOptions/maxConcurrentTransfers`` at once, then cache expiry.
+    /// One pass: every queued upload, download (unless the device does not download) and
+    /// delete that is not backing off, at most ``AttachmentQueueOptions/maxConcurrentTransfers``
+    /// at once; then what the last watched set no longer references is archived, and the
+    /// archive cache is trimmed.
     func pass() async {
         let table = self.table
+        let states: [AttachmentState] = options.downloadAttachments ? [.queuedUpload, .queuedDownload, .queuedDelete] : [.queuedUpload, .queuedDelete]
         let pending: [Attachment]
         do {
-            pending = try await writer.read { db in try table.fetchAll(db, states: [.queuedUpload, .queuedDownload, .queuedDelete]) }
+            pending = try await writer.read { db in try table.fetchAll(db, states: states) }
         } catch {
             logger.error("cannot read the attachment queue: \(error)")
             return
@@ -51,16 +54,21 @@ extension AttachmentQueue {
         await withTaskGroup(of: (Attachment, (any Error)?).self) { group in
             var iterator = due.makeIterator()
             var running = 0
-            while running < limit, let next = iterator.next() {
+            while running < limit, !clearing, let next = iterator.next() {
                 group.addTask { await (next, self.transfer(next)) }
                 running += 1
             }
             while let (attachment, error) = await group.next() {
                 await settle(attachment, error)
-                if let next = iterator.next() {
+                if !clearing, let next = iterator.next() {
                     group.addTask { await (next, self.transfer(next)) }
                 }
             }
+        }
+        guard !clearing else { return }
+        do { try await archiveUnwatched() } catch {
+            // Archived by the next pass or the next emission of the watched query instead.
+            logger.warning("archiving attachments no longer watched failed: \(error)")
         }
         do { try await expireCache() } catch {
             // The cache is trimmed again after the next pass; nothing is lost meanwhile.
@@ -71,6 +79,7 @@ extension AttachmentQueue {
     /// Records a transfer's outcome: success clears the backoff; failure asks the error
     /// handler (retry or archive), and backs off before the next try.
     func settle(_ attachment: Attachment, _ error: (any Error)?) async {
+        guard !clearing else { return }   // clearQueue() cancelled it and deletes the record
         guard let error else {
             failures[attachment.id] = nil
             notBefore[attachment.id] = nil

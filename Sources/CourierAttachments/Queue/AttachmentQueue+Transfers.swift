@@ -20,39 +20,45 @@ extension AttachmentQueue {
     }
 
     nonisolated func upload(_ attachment: Attachment) async throws {
-        guard let file = localURL(for: attachment), FileManager.default.fileExists(atPath: file.path) else {
+        guard let uri = attachment.localURI, localStorage.exists(uri) else {
             throw CourierError(.fileNotFound, "the file of attachment \(attachment.id) is missing; nothing to upload")
         }
-        try await storage.upload(fileAt: file, attachment: attachment)
-        try await markSynced(attachment, localURI: attachment.localURI, file: file)
+        let storage = self.storage
+        let size = try await localStorage.withReadableFile(uri) { file in
+            try await storage.upload(fileAt: file, attachment: attachment)
+            return PartialFile.length(at: file)
+        }
+        try await markSynced(attachment, localURI: uri, size: size)
     }
 
     /// Records a finished transfer, only if the attachment is still in the state the
     /// transfer started from (a delete or archive meanwhile wins).
-    nonisolated func markSynced(_ attachment: Attachment, localURI: String?, file: URL) async throws {
+    nonisolated func markSynced(_ attachment: Attachment, localURI: String?, size: Int64) async throws {
         var done = attachment
         done.state = .synced
         done.hasSynced = true
         done.localURI = localURI
-        done.size = PartialFile.length(at: file)
+        done.size = size
         done.timestamp = Attachment.now()
         let table = self.table
         let finished = done
         _ = try await writer.write { db in try table.update(db, finished, ifStateIs: attachment.state) }
     }
 
+    /// Downloads into the local storage's staging folder (through the resumable engine when
+    /// the remote allows), then hands the file to the local storage.
     nonisolated func download(_ attachment: Attachment) async throws {
         let filename = try SafePath.validateRelative(attachment.filename)
-        let target = directory.appendingPathComponent(filename)
         if let downloader {
             let id = Self.downloadID(attachment.id)
             try await downloader.fetch(DownloadRequest(id: id, url: try await (storage as! any ResumableRemoteStorage).downloadURL(for: attachment),
                                                        destination: filename, mediaId: attachment.id, mediaType: "attachment"))
         } else {
-            try await storage.download(attachment, to: target)
+            try await storage.download(attachment, to: localStorage.stagingDirectory.appendingPathComponent(filename))
         }
+        let size = try await localStorage.takeDownload(filename)
         // The file is in place before the record says SYNCED.
-        try await markSynced(attachment, localURI: filename, file: target)
+        try await markSynced(attachment, localURI: filename, size: size)
     }
 
     nonisolated func remoteDelete(_ attachment: Attachment) async throws {
@@ -64,8 +70,13 @@ extension AttachmentQueue {
         }
     }
 
+    /// Removes the attachment's file (and what is staged for it) from local storage.
     nonisolated func removeLocalFile(_ attachment: Attachment) {
-        if let url = localURL(for: attachment) { unlink(url.path) }
-        unlink(directory.appendingPathComponent(attachment.filename).path + ".partial")
+        for name in Set([attachment.localURI, attachment.filename].compactMap { $0 }) {
+            do { try localStorage.remove(name) } catch {
+                // A file left behind costs space only: clearQueue() or the next removal takes it.
+                logger.warning("cannot remove the file of attachment \(attachment.id): \(error)")
+            }
+        }
     }
 }

@@ -15,7 +15,13 @@ public struct AttachmentQueueOptions: Sendable {
     /// jitter, never a tight loop. `maxAttempts` is not used: without a
     /// ``SyncErrorHandler`` retries go on forever (the seed's rule).
     public var retryPolicy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(300))
-    /// How the resumable engine behaves for downloads (its root is the attachments directory).
+    /// Whether this device downloads attachments (default `true`). An upload-only device
+    /// sets `false`: watched ids it has no record of get none, archived ones that would
+    /// need a download stay archived, passes start no download, and a `SYNCED` attachment
+    /// whose file is gone is archived instead of downloaded again.
+    public var downloadAttachments = true
+    /// How the resumable engine behaves for downloads (its root is the local storage's
+    /// ``LocalStorage/stagingDirectory``: the attachments directory by default).
     public var downloadConfiguration: (@Sendable (inout DownloaderConfiguration) -> Void)? = nil
 
     /// The defaults.
