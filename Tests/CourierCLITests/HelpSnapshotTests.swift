@@ -10,7 +10,7 @@ import Testing
     static let commands: [[String]] = [
         [], ["get"], ["list"], ["status"], ["pause"], ["resume"], ["cancel"], ["open"], ["demo"], ["serve"],
         ["attachments"], ["attachments", "save"], ["attachments", "sync"], ["attachments", "list"],
-        ["doc"], ["doc", "placeholders"], ["doc", "exists"], ["doc", "read"], ["doc", "bytes"], ["doc", "write"], ["doc", "progress"], ["doc", "evict"],
+        ["doc"], ["doc", "placeholders"], ["doc", "exists"], ["doc", "read"], ["doc", "bytes"], ["doc", "write"], ["doc", "progress"], ["doc", "evict"], ["doc", "status"], ["doc", "sync"],
         ["media"], ["media", "download"], ["media", "list"], ["media", "size"], ["media", "remove"], ["media", "migrate"],
     ]
 

@@ -122,7 +122,8 @@ import Testing
     @Test func aHealthyLongReadIsNeverIdle() async throws {
         let w = try await DocWorld.http()
         defer { Task { await w.close() } }
-        let body = Data((0..<(6 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let block = Data((0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 9) })
+        let body = (0..<96).reduce(into: Data()) { data, i in data.append(block); data[data.count - 1] = UInt8(i) }
         try w.remote("docs/big.bin", body)
         var slow = Fault(); slow.bytesPerSecond = 1 << 20
         w.origin.setFault(slow, for: "/docs/big.bin")

@@ -15,7 +15,7 @@ struct DocOptions: ParsableArguments {
     @Option(name: [.customShort("H"), .long], help: "A header for http(s) remotes, 'Name: value' (repeatable); never stored.")
     var header: [String] = []
 
-    @Option(name: .long, help: "Seconds without progress (no status change, no movement of the percent) before the download is triggered again.")
+    @Option(name: .long, help: "Seconds without progress (no byte received, no status change) before the download is triggered again.")
     var idleTimeout: Int = 30
 
     @Option(name: .long, help: "Triggers after the first before giving up with E_TIMEOUT.")
@@ -36,13 +36,17 @@ struct DocOptions: ParsableArguments {
     }
 
     /// Runs a document operation: results on stdout, errors as `CODE: message` on stderr (or
-    /// JSON on stdout with --json), and the error code's exit status.
-    func run(transport: TransportOptions? = nil, _ body: (MirrorContainer, Documents) async throws -> Void) async throws {
+    /// JSON on stdout with --json), and the error code's exit status. Uploads an earlier run
+    /// still owed (a write killed before its upload) are sent first and waited for at the
+    /// end, unless `resumeUploads` is off (`doc status` only looks).
+    func run(transport: TransportOptions? = nil, resumeUploads: Bool = true, _ body: (MirrorContainer, Documents) async throws -> Void) async throws {
         var container: MirrorContainer?
         do {
             let (c, docs) = try open(transport: transport?.transport())
             container = c
+            if resumeUploads { try await c.resumeUploads() }
             try await body(c, docs)
+            await c.flushUploads()
             await c.shutdown()
         } catch let error as CourierError {
             await container?.shutdown()
@@ -58,12 +62,37 @@ struct DocResult: Encodable {
     var exists: Bool?
     var text: String?
     var percent: Double?
+    var uploads: [DocUploadJSON]?
+}
+
+/// One document's upload in `courier doc status --json`.
+struct DocUploadJSON: Encodable {
+    var path: String
+    var state: String
+    var attempts: Int?
+    var code: String?
+    var message: String?
+    var remoteCopy: String?
+
+    init(_ upload: DocumentUpload) {
+        path = upload.path
+        switch upload.status {
+        case let .pending(attempts, error): state = "pending"; self.attempts = attempts; code = error?.code.rawValue; message = error?.message
+        case let .failed(error): state = "failed"; code = error.code.rawValue; message = error.message
+        case let .conflict(copy): state = "conflict"; code = CourierError.Code.conflict.rawValue; remoteCopy = copy
+        }
+    }
+
+    /// One line of the plain listing.
+    var line: String {
+        [path, state, code, remoteCopy.map { "remote version kept as \($0)" } ?? message].compactMap { $0 }.joined(separator: "  ")
+    }
 }
 
 struct Doc: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Read-in-place documents in a folder mirroring remote storage: open/read is the truth, progress is advisory.",
-        subcommands: [Placeholders.self, Exists.self, Read.self, Bytes.self, Write.self, Progress.self, Evict.self])
+        subcommands: [Placeholders.self, Exists.self, Read.self, Bytes.self, Write.self, Progress.self, Evict.self, Status.self, Sync.self])
 
     struct Placeholders: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create placeholders for every remote file not here yet.")
@@ -124,7 +153,35 @@ struct Doc: AsyncParsableCommand {
                 guard let data = FileManager.default.contents(atPath: file) else { throw CourierError(.fileNotFound, "\(file) cannot be read") }
                 try await docs.writeInPlace(path, data: data)
                 await container.flushUploads()
-                if options.json { try printJSON(DocResult()) } else { Terminal.out("Wrote and uploaded \(path).") }
+                let upload = await container.state(of: path).upload
+                if options.json { try printJSON(DocResult(uploads: upload.map { [DocUploadJSON(DocumentUpload(path: path, status: $0, baseVersion: nil))] })) }
+                else if let upload { Terminal.out("Wrote \(path); \(DocUploadJSON(DocumentUpload(path: path, status: upload, baseVersion: nil)).line)") }
+                else { Terminal.out("Wrote and uploaded \(path).") }
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the documents whose upload is pending, failed or in conflict (nothing listed: every write is uploaded).")
+        @OptionGroup var options: DocOptions
+        @Argument(help: "Only this document.") var path: String?
+        func run() async throws {
+            try await options.run(resumeUploads: false) { container, _ in
+                let all = try await container.uploads().filter { path == nil || $0.path == path }.map(DocUploadJSON.init)
+                if options.json { try printJSON(DocResult(uploads: all)) } else { all.forEach { Terminal.out($0.line) } }
+            }
+        }
+    }
+
+    struct Sync: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Send every upload still owed (after a crash or offline), then list what is left.")
+        @OptionGroup var options: DocOptions
+        func run() async throws {
+            try await options.run { container, _ in
+                await container.flushUploads()
+                let left = try await container.uploads().map(DocUploadJSON.init)
+                if options.json { try printJSON(DocResult(uploads: left)) } else { left.forEach { Terminal.out($0.line) } }
             }
         }
     }

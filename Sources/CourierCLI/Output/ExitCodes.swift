@@ -16,7 +16,7 @@ enum ExitCodes {
 
     static let table = """
           0    success
-          1    other failure (E_DATABASE, E_INVALID_STATE, E_UNEXPECTED)
+          1    other failure (E_DATABASE, E_INVALID_STATE, E_CONFLICT, E_UNEXPECTED)
           3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING)
