@@ -39,6 +39,15 @@ extension UploadPrecondition {
         }
     }
 
+    /// Throws the conflict error unless an object at version `current` (`nil`: none) meets it.
+    func check(current: String?, _ name: String) throws {
+        switch self {
+        case .none: return
+        case .absent: if current != nil { throw conflict(name) }
+        case let .matches(etag): if current != etag { throw conflict(name) }
+        }
+    }
+
     /// The conflict error for a 412 reply.
     func conflict(_ name: String) -> CourierError {
         CourierError(.conflict, "\(name) changed on the remote since this copy was taken (412 Precondition Failed); nothing was overwritten",

@@ -25,12 +25,7 @@ public struct LocalRemoteStorage: ConditionalRemoteStorage {
     /// Copies the file in if the precondition holds (checked just before the copy: another
     /// process writing between the check and the rename is not excluded). Returns the new version.
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
-        let current = try await version(of: attachment)
-        switch precondition {
-        case .none: break
-        case .absent: if current != nil { throw precondition.conflict(attachment.filename) }
-        case let .matches(etag): if current != etag { throw precondition.conflict(attachment.filename) }
-        }
+        try precondition.check(current: try await version(of: attachment), attachment.filename)
         try await upload(fileAt: file, attachment: attachment)
         return try await version(of: attachment)
     }

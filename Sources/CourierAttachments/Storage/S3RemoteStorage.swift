@@ -67,7 +67,7 @@ public struct S3Configuration: Sendable {
 
 /// Attachments in an S3-compatible bucket, signed with AWS Signature V4. Large files go up
 /// as multipart uploads; downloads are presigned GETs through Courier's resumable engine.
-public final class S3RemoteStorage: ResumableRemoteStorage {
+public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteStorage {
     /// The configuration.
     public let configuration: S3Configuration
     private let signer: SigV4Signer
@@ -149,6 +149,9 @@ public final class S3RemoteStorage: ResumableRemoteStorage {
             guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
             return response.headers.first(name: "ETag")
         }
+        // Checked before any part is sent (no bandwidth spent on a conflict), and again by S3
+        // itself on CompleteMultipartUpload, which is what makes it atomic.
+        try precondition.check(current: try await version(of: attachment), key)
         return try await multipartUpload(file: file, size: size, key: key, headers: headers, precondition: precondition)
     }
 
