@@ -178,7 +178,8 @@ public actor AttachmentQueue {
 
     // MARK: Syncing
 
-    /// Failures in a row per attachment id (for tests and diagnostics).
+    /// Failures in a row per attachment id (for tests and diagnostics); a success and
+    /// ``notifyNetworkAvailable()`` reset them.
     public var failureCounts: [String: Int] { failures }
 
     static func downloadID(_ attachmentID: String) -> String { "attachment:" + attachmentID }

@@ -29,7 +29,7 @@ final class XORLocalStorage: LocalStorage, @unchecked Sendable {
         guard let input = FileHandle(forReadingAtPath: source.path) else { throw CourierError(.fileNotFound, "no \(source.lastPathComponent)") }
         defer { try? input.close() }   // test double: a read-only handle
         let temp = target.appendingPathExtension("tmp")
-        FileManager.default.createFile(atPath: temp.path, contents: nil)
+        guard FileManager.default.createFile(atPath: temp.path, contents: nil) else { throw CourierError(.writeFailed, "cannot create \(temp.lastPathComponent)") }
         let output = try FileHandle(forWritingTo: temp)
         while let chunk = try input.read(upToCount: 1 << 16), !chunk.isEmpty { try output.write(contentsOf: xor(chunk)) }
         try output.close()
