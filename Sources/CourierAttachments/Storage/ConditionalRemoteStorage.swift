@@ -25,7 +25,7 @@ public protocol ConditionalRemoteStorage: RemoteStorage {
     /// The object's current version (its ETag), or `nil` when there is no such object.
     func version(of attachment: Attachment) async throws -> String?
     /// Uploads the file only if `precondition` holds, and returns the new version when the
-    /// remote tells it. A failed precondition is ``CourierError/Code/conflict``.
+    /// remote tells it. A failed precondition is `E_CONFLICT`.
     func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String?
 }
 

@@ -44,7 +44,7 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteS
     }
 
     /// PUTs the file, streamed, with `If-Match` / `If-None-Match` for the precondition; a
-    /// 412 is ``CourierError/Code/conflict``. Returns the reply's `ETag`, when it has one.
+    /// 412 is `E_CONFLICT`. Returns the reply's `ETag`, when it has one.
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
         var r = request(.PUT, try url(for: attachment))
         if let type = attachment.mediaType { r.headers.add(name: "Content-Type", value: type) }

@@ -30,7 +30,7 @@ public struct LocalRemoteStorage: ConditionalRemoteStorage {
         return try await version(of: attachment)
     }
 
-    /// The file's version as its listing gives it (``etag(size:modified:)``); `nil` when absent.
+    /// The file's version as its listing gives it (size and modification time in milliseconds); `nil` when absent.
     public func version(of attachment: Attachment) async throws -> String? {
         guard let attrs = try? FileManager.default.attributesOfItem(atPath: try url(for: attachment).path),   // no such file: no version
               let size = (attrs[.size] as? NSNumber)?.int64Value, let date = attrs[.modificationDate] as? Date else { return nil }

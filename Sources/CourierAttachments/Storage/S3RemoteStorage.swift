@@ -135,7 +135,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
     }
 
     /// Uploads the file under a precondition (`If-Match` / `If-None-Match` on the PUT, or on
-    /// `CompleteMultipartUpload`); a 412 is ``CourierError/Code/conflict``. Returns the new ETag.
+    /// `CompleteMultipartUpload`); a 412 is `E_CONFLICT`. Returns the new ETag.
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
         let size = try FileChunks.size(of: file)
         let key = try key(for: attachment)

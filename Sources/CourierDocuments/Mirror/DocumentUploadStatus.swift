@@ -11,7 +11,7 @@ public enum DocumentUploadStatus: Sendable, Equatable {
     /// The local file stands; the next write, ``MirrorContainer/retryUpload(_:)`` or (for a
     /// passing error) the next ``MirrorContainer/resumeUploads()`` sends it again.
     case failed(CourierError)
-    /// The remote changed since the local copy was taken (``CourierError/Code/conflict``):
+    /// The remote changed since the local copy was taken (`E_CONFLICT`):
     /// nothing was overwritten, and the remote version was saved beside the document as
     /// `remoteCopy` (a path in the mirror), as iCloud keeps conflict versions. Writing the
     /// document again resolves it: that upload replaces the version the copy shows.
