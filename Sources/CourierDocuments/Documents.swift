@@ -111,10 +111,19 @@ public struct Documents: Sendable {
         var lastPercent: Double?
         var lastBytes: Int64?
         await container.refresh(path)
-        var lastChange = ContinuousClock.now
+        // Idle time is what the watchdog saw pass between its own looks, each look counting
+        // for at most `maxStep`: a process that got no CPU (a loaded machine) or was
+        // suspended (an app in the background) cannot tell whether the transfer was idle
+        // meanwhile, so that gap never times a healthy transfer out.
+        var idle: Duration = .zero
+        var lastLook = ContinuousClock.now
+        let maxStep = max(options.pollInterval * 4, .milliseconds(250))
         while true {
             try Task.checkCancellation()
             let state = await container.state(of: path)
+            let now = ContinuousClock.now
+            idle += min(now - lastLook, maxStep)
+            lastLook = now
             // Progress is a status change, a byte received or a percent that moved: a long,
             // healthy transfer (status "downloading" throughout) is never idle. A percent
             // that stands still proves nothing, and one that jumps from 0 to 100 is a change
@@ -124,7 +133,7 @@ public struct Documents: Sendable {
                 lastStatus = .some(state.status)
                 lastPercent = state.percent ?? lastPercent
                 lastBytes = state.bytesReceived ?? lastBytes
-                lastChange = .now
+                idle = .zero
             }
             switch state.status {
             case .current:
@@ -138,22 +147,25 @@ public struct Documents: Sendable {
                 if triggers == 0 {
                     try await container.startDownloading(path, restart: false)
                     triggers = 1
-                    lastChange = .now
+                    idle = .zero
+                    lastLook = .now
                 }
             case .notDownloaded where triggers == 0:
                 try await container.startDownloading(path, restart: false)
                 triggers = 1
-                lastChange = .now
+                idle = .zero
+                lastLook = .now
             case .notDownloaded, .downloading:
                 break
             }
-            if ContinuousClock.now - lastChange >= options.idleTimeout {
+            if idle >= options.idleTimeout {
                 guard triggers <= options.maxRetriggers else {
                     throw CourierError(.timeout, "\(path) made no progress in \(options.idleTimeout) after \(triggers) trigger(s)")
                 }
                 try await container.startDownloading(path, restart: true)
                 triggers += 1
-                lastChange = .now
+                idle = .zero
+                lastLook = .now
             }
             try await Task.sleep(for: options.pollInterval)
         }

@@ -84,12 +84,14 @@ extension MirrorContainer {
         let task = Task { [failures, transfers, sync, logger] in
             do {
                 let version = try await transfer()
-                unlink(Placeholder.url(for: target).path)
+                // Remembered before the placeholder goes: once it has gone the document reads
+                // as current, and its next read asks the remote about this version.
                 do { try await sync.noteDownloaded(path, version: version) } catch {
                     // The document is in place; only the conflict check of its next upload
                     // loses its base (it then uploads unconditionally).
                     logger.warning("cannot remember the version of \(path): \(error)")
                 }
+                unlink(Placeholder.url(for: target).path)
             } catch is CancellationError {
             } catch let error as CourierError where error.code == .paused {
                 // Restarted: the new transfer reports.
