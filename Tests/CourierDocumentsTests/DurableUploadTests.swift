@@ -119,6 +119,29 @@ import Testing
         #expect(try await docs.readInPlace("docs/r.txt") == "mine")
     }
 
+    @Test func noLockOrSnapshotBesideTheDocuments() async throws {
+        let w = try await DocWorld.http()
+        defer { Task { await w.close() } }
+        try w.remote("docs/l.txt", Data("l".utf8))
+        try w.placeholder("docs/l.txt", size: 1)
+        let docs = w.documents()
+        _ = try await docs.readInPlace("docs/l.txt")
+        try await docs.writeInPlace("docs/l.txt", data: Data("ll".utf8))
+        await w.container.flushUploads()
+        let names = try FileManager.default.contentsOfDirectory(atPath: w.local.appendingPathComponent("docs").path)
+        #expect(names == ["l.txt"])
+    }
+
+    @Test func conflictCopiesAreNamedBesideTheDocument() {
+        let date = Date(timeIntervalSince1970: 1_764_079_387)   // 2025-11-25 14:03:07 UTC
+        #expect(ConflictCopy.path(for: "docs/report.final.txt", at: date) == "docs/report.final (conflict 2025-11-25 14.03.07).txt")
+        #expect(ConflictCopy.path(for: "README", at: date) == "README (conflict 2025-11-25 14.03.07)")
+    }
+}
+
+/// The watchdog on real slow transfers: 1 s idle windows, so these run alone (scripts/test
+/// runs the `…TimingTests` suites after the rest, on a machine no other test loads).
+@Suite(.serialized) struct DocumentTimingTests {
     @Test func aHealthyLongReadIsNeverIdle() async throws {
         let w = try await DocWorld.http()
         defer { Task { await w.close() } }
@@ -150,24 +173,5 @@ import Testing
         let whole = read == body   // a Bool: a failing #expect on large values would diff them for minutes
         #expect(whole, "\(read.count) of \(body.count) bytes")
         #expect(w.origin.requests.filter { $0.method == "GET" }.count == 1)
-    }
-
-    @Test func noLockOrSnapshotBesideTheDocuments() async throws {
-        let w = try await DocWorld.http()
-        defer { Task { await w.close() } }
-        try w.remote("docs/l.txt", Data("l".utf8))
-        try w.placeholder("docs/l.txt", size: 1)
-        let docs = w.documents()
-        _ = try await docs.readInPlace("docs/l.txt")
-        try await docs.writeInPlace("docs/l.txt", data: Data("ll".utf8))
-        await w.container.flushUploads()
-        let names = try FileManager.default.contentsOfDirectory(atPath: w.local.appendingPathComponent("docs").path)
-        #expect(names == ["l.txt"])
-    }
-
-    @Test func conflictCopiesAreNamedBesideTheDocument() {
-        let date = Date(timeIntervalSince1970: 1_764_079_387)   // 2025-11-25 14:03:07 UTC
-        #expect(ConflictCopy.path(for: "docs/report.final.txt", at: date) == "docs/report.final (conflict 2025-11-25 14.03.07).txt")
-        #expect(ConflictCopy.path(for: "README", at: date) == "README (conflict 2025-11-25 14.03.07)")
     }
 }

@@ -5,9 +5,10 @@ import Testing
 
 /// The idle watchdog counts only what it saw: a process starved of CPU (or suspended) for
 /// longer than the idle window does not time out a transfer that moved before and after.
-@Suite struct WatchdogTests {
-    /// A transfer that makes steady progress, but whose status look once takes `stall`
-    /// (the process got no CPU meanwhile).
+/// A timing test: scripts/test runs the `…TimingTests` suites alone, after the rest.
+@Suite struct WatchdogTimingTests {
+    /// A transfer that moves at every look but one, which takes `stall` (the process got no
+    /// CPU meanwhile) and shows no movement.
     final class StarvedContainer: DocumentContainer, @unchecked Sendable { // state only touched under the lock
         let root = URL(fileURLWithPath: "/nonexistent")
         let stall: Duration
@@ -22,7 +23,7 @@ import Testing
             let n = looks.withLock { $0 += 1; return $0 }
             if n == 5 { try? await Task.sleep(for: stall) }   // the starved moment; a cancelled test ends the sleep early
             if n >= 40 { return DocumentState(status: .current, percent: 100) }
-            return DocumentState(status: .downloading, percent: nil, bytesReceived: Int64(n / 10) * 1000)   // moves every tenth look
+            return DocumentState(status: .downloading, percent: nil, bytesReceived: Int64(n == 5 ? 4 : n) * 1000)   // the stalled look shows no movement
         }
         func coordinatedRead(_ path: String) async throws -> Data { Data("done".utf8) }
         func coordinatedRead(_ path: String, chunkSize: Int, _ body: @Sendable (Data) async throws -> Void) async throws { try await body(Data("done".utf8)) }
