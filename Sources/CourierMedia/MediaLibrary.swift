@@ -105,8 +105,11 @@ public actor MediaLibrary {
         }
 
         // Media (essential), through the resumable engine; a new download replaces the file atomically.
+        // Its media group is the video version (`<itemId>-<versionId>`, the file's stem), so
+        // each version is a download of its own: DOWNLOAD's rule 7 cleans one version's
+        // earlier tasks and never another's.
         try await downloader.fetch(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
-                                                   destination: mediaPath, mediaId: item.id, mediaType: item.type.rawValue))
+                                                   destination: mediaPath, mediaId: "\(item.id)-\(version)", mediaType: item.type.rawValue))
 
         // Metadata (essential).
         let entry = VersionInfo(versionId: version, container: container, isStatic: true, mediaSourceId: mediaSourceId,

@@ -58,6 +58,52 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("Downloads/film1").path))
     }
 
+    /// Versions are independent downloads: version A killed midway, version B downloaded
+    /// whole meanwhile, then A resumed with `Range: bytes=<kept>-`; both files are right and
+    /// both are in metadata.json. (v1's `UNIQUE(mediaType, mediaId)` made B fail with
+    /// E_DATABASE while A's record existed.)
+    @Test func aKilledVersionDoesNotBlockAnotherAndResumesAfter() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        for dir in ["jellyfin/items", "jellyfin/media", "jellyfin/images"] {
+            try FileManager.default.createDirectory(at: w.served.appendingPathComponent(dir), withIntermediateDirectories: true)
+        }
+        try Data(#"{"Id":"film2","Type":"Movie","Name":"Film","MediaSources":[{"Id":"va","Container":"mkv"},{"Id":"vb","Container":"mp4"}]}"#.utf8)
+            .write(to: w.served.appendingPathComponent("jellyfin/items/film2.json"))
+        let a = try w.serve("jellyfin/media/va", size: 12 << 20)
+        let b = Data(a.prefix(3 << 20).reversed())
+        try b.write(to: w.served.appendingPathComponent("jellyfin/media/vb"))
+        var slow = Fault(); slow.bytesPerSecond = 4 << 20
+        w.origin.setFault(slow, for: "/Items/va/Download")
+        let root = w.base.appendingPathComponent("lib")
+        let base = ["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film2"]
+        let (p, out, err) = try CLITests.launch(base + ["--version-id", "va"])
+        let partial = root.appendingPathComponent("Downloads/film2/film2-va.mkv.partial")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while PartialFileSize.of(partial) < 2 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        kill(p.processIdentifier, SIGKILL)
+        _ = await CLITests.finish(p, out, err)
+        let kept = PartialFileSize.of(partial)
+        #expect(kept >= 2 << 20 && kept < a.count)
+
+        let second = try await CLITests.run(base + ["--version-id", "vb"])
+        #expect(second.status == 0, "\(second.stderr)")
+        let bFile = root.appendingPathComponent("Downloads/film2/film2-vb.mp4")
+        #expect((try? Data(contentsOf: bFile)) == b)
+        #expect(PartialFileSize.of(partial) == kept)   // A's bytes untouched
+
+        w.origin.setFault(nil, for: "/Items/va/Download")
+        w.origin.clearRequests()
+        let resumed = try await CLITests.run(base + ["--version-id", "va"])
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        let aWhole = (try? Data(contentsOf: root.appendingPathComponent("Downloads/film2/film2-va.mkv"))) == a   // a Bool: no 12 MiB diff on failure
+        #expect(aWhole)
+        let first = try #require(w.origin.requests.first { $0.path == "/Items/va/Download" })
+        #expect(first.status == 206 && first.range == "bytes=\(kept)-")
+        let metadata = try String(contentsOf: root.appendingPathComponent("Downloads/film2/metadata.json"), encoding: .utf8)
+        #expect(metadata.contains("\"va\"") && metadata.contains("\"vb\""))
+    }
+
     @Test func hostileIdsAreRefusedAtTheCLI() async throws {
         let w = try await CLITests.World()
         defer { Task { await w.close() } }

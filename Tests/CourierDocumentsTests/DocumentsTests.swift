@@ -72,7 +72,9 @@ func code(of body: () async throws -> Void) async -> String? { await errorCode(b
         // A present, unchanged file reads with one HEAD (has the remote changed?) and no GET.
         #expect(try await docs.readInPlaceBytes("docs/a.txt") == Data(text.utf8))
         #expect(w.origin.requests.filter { $0.method == "GET" }.count == gets)
-        #expect(w.origin.requests.filter { $0.method == "HEAD" }.count == 1)
+        let row = try await w.container.sync.row("docs/a.txt")
+        #expect(w.origin.requests.filter { $0.method == "HEAD" }.count == 1,
+                "row: \(String(describing: row)); requests: \(w.origin.requests.map { "\($0.method) \($0.path) \($0.status)" })")
     }
 
     @Test func missingPathIsFileNotFoundOnOpen() async throws {

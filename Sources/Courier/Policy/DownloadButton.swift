@@ -80,8 +80,16 @@ public struct DownloadButton: Sendable {
         }
     }
 
-    /// Rule 7: before any download, the previous task's record and file go.
+    /// Rule 7: before any download, the previous task(s) for that video go, record and file:
+    /// the request's own, and every record of its media group (same `mediaType` and
+    /// `mediaId`) whatever its id. Another group's tasks (another version, another video)
+    /// are left alone.
     private func download(_ request: DownloadRequest) async throws -> DownloadRecord {
+        if let type = request.mediaType, let media = request.mediaId {
+            for earlier in try await downloader.database.records(mediaType: type, mediaId: media) where earlier.id != request.id {
+                try await clearData(id: earlier.id)
+            }
+        }
         try await clearData(id: request.id)
         unlink(downloader.configuration.rootDirectory.appendingPathComponent(try SafePath.validateRelative(request.destination)).path)
         return try await downloader.enqueue(request)

@@ -121,6 +121,7 @@ public struct CourierDatabase: Sendable {
                 t.column("owner", .text)
             }
         }
+        registerMediaGroups(&migrator)
         return migrator
     }
 }

@@ -26,7 +26,7 @@ extension MirrorContainer {
             guard let row = try await sync.row(path), row.state == .synced, let base = row.base, !base.isEmpty else { return }
             let remote: String?
             do { remote = try await conditional.version(of: Attachment(id: path, filename: path, state: .queuedDownload)) } catch {
-                logger.debug("\(path): the remote cannot be asked (\(error)); reading the local copy")
+                logger.info("\(path): the remote cannot be asked (\(error)); reading the local copy")
                 return
             }
             guard let remote, remote != base else { return }

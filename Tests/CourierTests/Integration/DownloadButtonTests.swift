@@ -136,6 +136,34 @@ import CourierOrigin
         }
     }
 
+    /// Rule 7 by video: an earlier task of the same video (same media type and id) stored
+    /// under another id goes too, record, partial and file; another video's task stays.
+    @Test func rule7CleansEveryEarlierTaskOfTheVideoWhateverItsId() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("v.mp4", size: 5000)
+            let db = try fx.database()
+            try FileManager.default.createDirectory(at: fx.root.appendingPathComponent("videos"), withIntermediateDirectories: true)
+            for (id, media, file) in [("old_task", "7", "videos/old.mp4"), ("older_task", "7", "videos/older.mp4"), ("other_video", "8", "videos/other.mp4")] {
+                try Data("kept bytes".utf8).write(to: fx.root.appendingPathComponent(file + ".partial"))
+                try Data("a final file".utf8).write(to: fx.root.appendingPathComponent(file))
+                var record = DownloadRecord(id: id, remoteUrl: fx.url("v.mp4"), localFinalPath: file, partialPath: file + ".partial",
+                                            mediaId: media, mediaType: "video")
+                record.state = .paused
+                try await db.save(record)   // two records of video 7: v6 allows a media group to hold several
+            }
+            let d = try fx.downloader()
+            let press = DownloadRequest(id: "video_7", url: fx.url("v.mp4"), destination: "videos/v.mp4", mediaId: "7", mediaType: "video")
+            guard case .downloadStarted = try await DownloadButton(downloader: d).press(press) else { Issue.record("expected a download"); return }
+            _ = try await d.waitForCompletion(id: "video_7")
+            #expect(fx.finalData("videos/v.mp4") == data)
+            for gone in ["old_task", "older_task"] { #expect(try await d.record(id: gone) == nil, "\(gone)") }
+            for file in ["videos/old.mp4", "videos/old.mp4.partial", "videos/older.mp4", "videos/older.mp4.partial"] { #expect(!fx.exists(file), "\(file)") }
+            #expect(try await d.record(id: "other_video") != nil)
+            #expect(fx.exists("videos/other.mp4") && fx.exists("videos/other.mp4.partial"))
+            await d.shutdown()
+        }
+    }
+
     @Test func clearDataRemovesRecordAndFile() async throws {
         try await withFixture { fx in
             let d = try fx.downloader()

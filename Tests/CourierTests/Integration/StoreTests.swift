@@ -69,7 +69,7 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff"])
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups"])
             #expect(try await db.handedOff().isEmpty)
             #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
@@ -91,6 +91,46 @@ import Testing
             #expect(fx.finalData("out/big.bin") == (try Data(contentsOf: fx.served.appendingPathComponent("big.bin"))))
             // Opening again applies nothing twice.
             _ = try fx.database()
+        }
+    }
+
+    /// v6: a database at v5 with a record, its segments and a hand-off row rebuilds its
+    /// download table without `UNIQUE(mediaType, mediaId)`: every row and column is kept,
+    /// the cascade from a record to its segments still works, and one media group can hold
+    /// two records (two versions of one film).
+    @Test func v6LetsAMediaGroupHoldSeveralRecordsAndKeepsEveryRow() async throws {
+        try await withFixture { fx in
+            let queue = try DatabaseQueue(path: fx.dbPath)
+            try CourierDatabase.migrator.migrate(queue, upTo: "courier.v5.handoff")
+            try await queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO courierDownload (id, mediaId, mediaType, remoteUrl, localFinalPath, partialPath, bytesReceived, totalBytes, etag,
+                      state, createdAt, updatedAt, connections, heldEtag, heldBytes)
+                    VALUES ('film1-v1', 'film1', 'movie', 'http://h/v1', 'a.mkv', 'a.mkv.partial', 10, 100, '"e"', 'paused',
+                      '2026-11-25 00:00:00.000', '2026-11-25 00:00:00.000', 4, '"held"', 99)
+                    """)
+                try db.execute(sql: "INSERT INTO courierSegment (downloadId, \"index\", start, \"end\", received) VALUES ('film1-v1', 0, 0, 49, 10)")
+                try db.execute(sql: "INSERT INTO courierHandOff (downloadId, keptBytes, resumable, createdAt) VALUES ('film1-v1', 10, 1, '2026-11-25 00:00:00.000')")
+            }
+            try queue.close()
+            let db = try fx.database()
+            let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
+            #expect(applied.last == "courier.v6.media-groups")
+            let kept = try #require(try await db.record(id: "film1-v1"))
+            #expect(kept.mediaId == "film1" && kept.mediaType == "movie" && kept.state == .paused && kept.bytesReceived == 10
+                    && kept.totalBytes == 100 && kept.etag == "\"e\"" && kept.connections == 4 && kept.heldEtag == "\"held\"" && kept.heldBytes == 99)
+            #expect(try await db.segments(id: "film1-v1").count == 1)
+            let handOffRows = { try await db.writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM courierHandOff") ?? -1 } }
+            #expect(try await handOffRows() == 1)
+            var second = DownloadRecord(id: "film1-v2", remoteUrl: "http://h/v2", localFinalPath: "b.mp4", partialPath: "b.mp4.partial", mediaId: "film1", mediaType: "movie")
+            second.state = .queued
+            try await db.save(second)
+            #expect(try await db.records(mediaType: "movie", mediaId: "film1").map(\.id).sorted() == ["film1-v1", "film1-v2"])
+            #expect(try await db.delete(id: "film1-v1"))
+            #expect(try await db.segments(id: "film1-v1").isEmpty)   // the cascade survived the rebuild
+            #expect(try await handOffRows() == 0)
+            let fk = try await db.writer.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+            #expect(fk.isEmpty)
         }
     }
 
