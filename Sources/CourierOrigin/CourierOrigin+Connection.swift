@@ -121,7 +121,7 @@ extension CourierOrigin {
         if !isHead { try await outbound.write(ByteBuffer(string: text)) }
     }
 
-    /// A file's strong ETag: its size and modification time (whole seconds, as served).
+    /// A file's strong ETag: its size and its modification time in milliseconds (of a time read to whole seconds).
     static func etag(size: Int64, mtime: Double) -> String {
         "\"\(String(size, radix: 16))-\(String(Int64(mtime * 1000), radix: 16))\""
     }

@@ -119,6 +119,29 @@ import Testing
         #expect(try await docs.readInPlace("docs/r.txt") == "mine")
     }
 
+    /// A download lands in the hidden folder and is put in place only if nothing was
+    /// written meanwhile: a write made while the placeholder downloads is never replaced.
+    @Test func aWriteDuringTheDownloadIsNeverReplacedByIt() async throws {
+        let w = try await DocWorld.http()
+        defer { Task { await w.close() } }
+        try w.remote("docs/w.bin", Data(count: 1 << 20))
+        var slow = Fault(); slow.bytesPerSecond = 1 << 20
+        w.origin.setFault(slow, for: "/docs/w.bin")
+        try w.placeholder("docs/w.bin", size: 1 << 20)
+        try await w.container.startDownloading("docs/w.bin", restart: false)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !w.origin.requests.contains(where: { $0.method == "GET" && $0.bodyBytesSent > 0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await w.documents().writeInPlace("docs/w.bin", data: Data("mine".utf8))
+        while w.container.transfers.withLock({ $0["docs/w.bin"] != nil }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(try Data(contentsOf: w.local.appendingPathComponent("docs/w.bin")) == Data("mine".utf8))
+        await w.container.flushUploads()
+        #expect(try Data(contentsOf: w.remoteDir.appendingPathComponent("docs/w.bin")) == Data("mine".utf8))
+    }
+
     @Test func noLockOrSnapshotBesideTheDocuments() async throws {
         let w = try await DocWorld.http()
         defer { Task { await w.close() } }

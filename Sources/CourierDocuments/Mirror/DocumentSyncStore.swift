@@ -145,7 +145,7 @@ struct DocumentSyncStore: Sendable {
         }
     }
 
-    /// A failed or conflicting upload is owed again (the app asked to retry).
+    /// A failed upload is owed again (the app asked to retry; a conflict is resolved by a write).
     func noteRetryAsked(_ path: String) async throws -> Bool {
         try await writer.write { db in
             try db.execute(sql: "UPDATE courierDocumentSync SET state = 'pending', attempts = 0 WHERE path = ? AND state = 'failed'", arguments: [path])

@@ -3,7 +3,10 @@ import CourierAttachments
 import Foundation
 
 /// Downloads: a placeholder's first download, and the refresh of a present document whose
-/// remote changed. Each records the remote version it put in place.
+/// remote changed. Both land in the hidden folder first (`.courier/incoming/<path>`) and
+/// are put in place under the document's exclusive lock only if nothing was written to it
+/// meanwhile, so a download never replaces a local change; each records the remote
+/// version it put in place.
 extension MirrorContainer {
     /// Starts the download of a placeholder (a no-op for a present file).
     public func startDownloading(_ path: String, restart: Bool) async throws {
@@ -12,7 +15,17 @@ extension MirrorContainer {
         failures.withLock { $0[path] = nil }
         if downloader == nil, transfers.withLock({ $0[path] != nil }), !restart { return }
         let fetch = try await prepareFetch(path, key: placeholder.key, restart: restart)
-        watch(path, target: target) { try await fetch() }
+        let sync = self.sync
+        watch(path, target: target) { [self] in
+            let version = try await fetch()
+            // Put in place only while the placeholder is still there: a write since then is
+            // the document now, and the download is dropped.
+            if try await adopt(path, target: target, when: { Placeholder.read(for: target) != nil }, record: {
+                try await sync.noteDownloaded(path, version: version)
+            }) {
+                unlink(Placeholder.url(for: target).path)
+            }
+        }
     }
 
     /// Before a read of a present document: when the remote has a newer version than the
@@ -31,24 +44,29 @@ extension MirrorContainer {
             }
             guard let remote, remote != base else { return }
             logger.info("\(path) changed on the remote; fetching the new version")
-            let version = try await prepareFetch(path, key: path, restart: false)()
-            try await sync.noteDownloaded(path, version: version ?? remote)
+            let version = try await prepareFetch(path, key: path, restart: false)() ?? remote
+            let sync = self.sync
+            // Put in place only if no write came meanwhile (the row is still this synced one).
+            _ = try await adopt(path, target: target, when: { try await sync.row(path) == row }, record: {
+                try await sync.noteDownloaded(path, version: version)
+            })
         } catch {
             logger.warning("\(path): refreshing from the remote failed (\(error)); reading the local copy")
         }
     }
 
-    /// The transfer that fetches `key` to `path` and returns the version it put in place:
-    /// through the engine (resumable, progress counted) when the storage allows it.
+    /// The transfer that fetches `key` into the incoming place of `path` and returns the
+    /// remote version it fetched: through the engine (resumable, progress counted) when the
+    /// storage allows it.
     func prepareFetch(_ path: String, key: String, restart: Bool) async throws -> @Sendable () async throws -> String? {
-        let target = try url(path)
+        let staged = try url(MirrorFolder.incoming(path))
         let attachment = Attachment(id: path, filename: key, state: .queuedDownload)
         if let downloader, let resumable = storage as? any ResumableRemoteStorage {
             let id = Self.downloadID(path)
             if restart, await downloader.runningIDs.contains(id) {
                 try? await downloader.pause(id: id)   // a download that already ended needs no pause
             }
-            try await downloader.enqueue(DownloadRequest(id: id, url: try await resumable.downloadURL(for: attachment), destination: path))
+            try await downloader.enqueue(DownloadRequest(id: id, url: try await resumable.downloadURL(for: attachment), destination: MirrorFolder.incoming(path)))
             let storage = self.storage, logger = self.logger
             return { [received] in
                 defer { received.withLock { _ = $0.removeValue(forKey: path) } }
@@ -57,15 +75,33 @@ extension MirrorContainer {
                 // A run that found the file already whole (a restart after the rename) ends
                 // without the reply's validator: the remote tells its version instead.
                 do { return try await (storage as? any ConditionalRemoteStorage)?.version(of: attachment) } catch {
-                    logger.warning("\(path) is in place, but its remote version is unknown (\(error)); its next upload is unconditional")
+                    logger.warning("\(path) is fetched, but its remote version is unknown (\(error)); its next upload is unconditional")
                     return nil
                 }
             }
         }
         let storage = self.storage
         return {
-            try await storage.download(attachment, to: target)
-            return try await (storage as? any ConditionalRemoteStorage)?.version(of: attachment)
+            let version = try await (storage as? any ConditionalRemoteStorage)?.version(of: attachment)
+            try await storage.download(attachment, to: staged)
+            return version
+        }
+    }
+
+    /// Puts the fetched file of `path` in place, under the document's exclusive lock, if
+    /// `when` still holds there; `record` runs under the same lock, before the rename.
+    /// Otherwise the fetched file is dropped. Returns whether it was put in place.
+    func adopt(_ path: String, target: URL, when: () async throws -> Bool, record: () async throws -> Void) async throws -> Bool {
+        let staged = try url(MirrorFolder.incoming(path))
+        return try await withLock(path, target, .exclusive) {
+            guard try await when() else {
+                logger.info("\(path) was written while it downloaded; the download is dropped")
+                unlink(staged.path)
+                return false
+            }
+            try await record()
+            try PartialFile.finalize(partial: staged, to: target)
+            return true
         }
     }
 
@@ -83,22 +119,13 @@ extension MirrorContainer {
         throw CourierError(.cancelled, "the downloader shut down before download \(id) finished")
     }
 
-    /// Runs a download in the background; on success the placeholder goes (the file is in
-    /// place first) and the version is remembered, on failure the error is kept for
-    /// ``state(of:)``.
-    private func watch(_ path: String, target: URL, _ transfer: @escaping @Sendable () async throws -> String?) {
+    /// Runs a download in the background (it puts the file in place itself); on failure the
+    /// error is kept for ``state(of:)``.
+    private func watch(_ path: String, target: URL, _ transfer: @escaping @Sendable () async throws -> Void) {
         let token = UUID()
-        let task = Task { [failures, transfers, sync, logger] in
+        let task = Task { [failures, transfers] in
             do {
-                let version = try await transfer()
-                // Remembered before the placeholder goes: once it has gone the document reads
-                // as current, and its next read asks the remote about this version.
-                do { try await sync.noteDownloaded(path, version: version) } catch {
-                    // The document is in place; only the conflict check of its next upload
-                    // loses its base (it then uploads unconditionally).
-                    logger.warning("cannot remember the version of \(path): \(error)")
-                }
-                unlink(Placeholder.url(for: target).path)
+                try await transfer()
             } catch is CancellationError {
             } catch let error as CourierError where error.code == .paused {
                 // Restarted: the new transfer reports.

@@ -31,17 +31,18 @@ extension MirrorContainer {
             if Placeholder.read(for: target) != nil { return }
             throw CourierError(.fileNotFound, "\(path) is not here")
         }
-        if let row = try await sync.row(path), row.state != .synced {
-            throw CourierError(.invalidState, "\(path) has a change not uploaded yet; evicting it would lose the change")
-        }
-        let size = PartialFile.length(at: target)
-        let base = try await sync.row(path)?.base
         try await withLock(path, target, .exclusive) {
-            try Placeholder(key: path, size: size, etag: base.flatMap { $0.isEmpty ? nil : $0 }).write(for: target)
+            // Checked under the lock: a write cannot land between the check and the unlink.
+            let row = try await sync.row(path)
+            if let row, row.state != .synced {
+                throw CourierError(.invalidState, "\(path) has a change not uploaded yet; evicting it would lose the change")
+            }
+            let base = row?.base.flatMap { $0.isEmpty ? nil : $0 }
+            try Placeholder(key: path, size: PartialFile.length(at: target), etag: base).write(for: target)
             unlink(target.path)
-            unlink(target.path + ".partial")
+            unlink(root.appendingPathComponent(MirrorFolder.incoming(path)).path + ".partial")
+            try await sync.forget(path)
         }
-        try await sync.forget(path)
         if let downloader { try? await downloader.cancel(id: Self.downloadID(path)) }   // no engine record for this path is what we want
         failures.withLock { $0[path] = nil }
     }

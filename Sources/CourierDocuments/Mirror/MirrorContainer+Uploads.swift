@@ -25,14 +25,19 @@ extension MirrorContainer {
             try write.handle.write(contentsOf: data)
             try write.prepare()
             try await withLock(path, target, .exclusive) {
+                // Owed before the bytes are in place: a kill after the rename never leaves
+                // a change on disk that nothing will upload (at worst an upload of the old bytes).
+                _ = try await sync.noteWritten(path, firstBase: firstBase)
                 try write.putInPlace()
                 unlink(Placeholder.url(for: target).path)
             }
+        } catch let e as CourierError where e.code == .database {
+            write.abandon()
+            throw e
         } catch {
             write.abandon()
             throw FileErrors.error(error, "write", target, .write)
         }
-        _ = try await sync.noteWritten(path, firstBase: firstBase)
         queueUpload(path)
     }
 
@@ -66,16 +71,19 @@ extension MirrorContainer {
     /// Starts sending what `path` owes, after any upload of it already running.
     func queueUpload(_ path: String) {
         let token = UUID()
-        let previous = uploads.withLock { $0[path]?.task }
-        let task = Task { [self] in
-            await previous?.value
-            do { try await sendOwed(path) } catch {
-                // Still owed in the database: the next resumeUploads() sends it.
-                logger.error("upload of \(path) stopped: \(error)")
-            }
-            uploads.withLock { if $0[path]?.token == token { $0[path] = nil } }
+        // One critical section: two writes at once chain one after the other, never both
+        // behind the same earlier upload.
+        uploads.withLock { running in
+            let previous = running[path]?.task
+            running[path] = (token, Task { [self] in
+                await previous?.value
+                do { try await sendOwed(path) } catch {
+                    // Still owed in the database: the next resumeUploads() sends it.
+                    logger.error("upload of \(path) stopped: \(error)")
+                }
+                uploads.withLock { if $0[path]?.token == token { $0[path] = nil } }
+            })
         }
-        uploads.withLock { $0[path] = (token, task) }
     }
 
     /// Sends the owed generation of `path` until the remote has it, the precondition fails
@@ -85,25 +93,37 @@ extension MirrorContainer {
         let target = try url(path)
         let attachment = Attachment(id: path, filename: path, state: .queuedUpload)
         while !Task.isCancelled {
-            guard let row = try await sync.row(path), row.state == .pending else { return }
+            // The row and the snapshot are read under one shared lock, so the generation
+            // recorded as sent is the one whose bytes were sent.
+            let snapshot = try folder.snapshot(for: path)
+            let owed: DocumentSyncStore.Row? = try await withLock(path, target, .shared) {
+                guard let row = try await sync.row(path), row.state == .pending else { return nil }
+                try FileCopyForUpload.copy(target, snapshot)
+                return row
+            }
+            guard let row = owed else { return }
+            defer { unlink(snapshot.path) }
             do {
-                // Upload a snapshot taken under a shared lock, so a later write cannot tear it.
-                let snapshot = try folder.snapshot(for: path)
-                try await withLock(path, target, .shared) { try FileCopyForUpload.copy(target, snapshot) }
-                defer { unlink(snapshot.path) }
-                let version: String?
+                var version: String?
                 if let conditional = storage as? any ConditionalRemoteStorage {
                     version = try await conditional.upload(fileAt: snapshot, attachment: attachment, precondition: row.precondition)
+                    // A reply without an ETag: the remote tells the version, or the next
+                    // upload cannot be conditional.
+                    if version == nil { version = try await conditional.version(of: attachment) }
                 } else {
                     try await storage.upload(fileAt: snapshot, attachment: attachment)
-                    version = nil
                 }
                 try await sync.noteUploaded(path, generation: row.generation, version: version)
             } catch let e as CourierError where e.code == .conflict {
-                try await keepBoth(path, generation: row.generation)
+                do { try await keepBoth(path, generation: row.generation) } catch {
+                    let failure = CourierError(.conflict, "\(path) changed on the remote, and its version could not be fetched to keep both: \(error)")
+                    try await sync.noteFailed(path, generation: row.generation, attempts: row.attempts + 1, error: failure)
+                }
                 return
             } catch let e as CourierError where e.code == .database {
                 throw e
+            } catch let e where e is CancellationError || Task.isCancelled {
+                return   // shut down: still owed, resumed at the next launch
             } catch {
                 let e = error as? CourierError ?? CourierError(.unexpected, "upload of \(path) failed", underlying: error)
                 guard e.isPassing, case let .wait(delay, attempt, limit) = retries.failed(e, retryAfter: nil, progressed: false) else {

@@ -48,8 +48,9 @@ public final class MirrorContainer: DocumentContainer {
             // The placeholder's key names the remote object behind a record.
             let base = self.root
             let link = Credentials.storage(resumable) { record in
-                let key = Placeholder.read(for: base.appendingPathComponent(record.localFinalPath))?.key ?? record.localFinalPath
-                return Attachment(id: record.localFinalPath, filename: key, state: .queuedDownload)
+                let path = MirrorFolder.document(forDestination: record.localFinalPath)
+                let key = Placeholder.read(for: base.appendingPathComponent(path))?.key ?? path
+                return Attachment(id: path, filename: key, state: .queuedDownload)
             }
             downloader = Downloader(configuration: config, database: database, transport: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
@@ -101,7 +102,7 @@ public final class MirrorContainer: DocumentContainer {
             return DocumentState(status: .current, percent: 100, upload: upload)
         }
         if let failure = failures.withLock({ $0[path] }) { return DocumentState(status: .failed(failure)) }
-        let bytes = received.withLock { $0[path] } ?? PartialFile.length(at: URL(fileURLWithPath: target.path + ".partial"))
+        let bytes = received.withLock { $0[path] } ?? PartialFile.length(at: root.appendingPathComponent(MirrorFolder.incoming(path) + ".partial"))
         let percent: Double? = placeholder.flatMap { p in p.size > 0 ? min(100, Double(bytes) / Double(p.size) * 100) : nil }
         if transfers.withLock({ $0[path] != nil }) { return DocumentState(status: .downloading, percent: percent, bytesReceived: bytes) }
         if placeholder != nil { return DocumentState(status: .notDownloaded, percent: percent ?? 0, bytesReceived: bytes) }

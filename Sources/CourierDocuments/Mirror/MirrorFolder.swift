@@ -11,6 +11,15 @@ struct MirrorFolder: Sendable {
         url = root.appendingPathComponent(".courier", isDirectory: true)
     }
 
+    /// Where a download of the document at `path` lands (with its `.partial`) before it is
+    /// put in place, relative to the root.
+    static func incoming(_ path: String) -> String { ".courier/incoming/" + path }
+
+    /// The document a download's destination stands for (``incoming(_:)`` undone).
+    static func document(forDestination destination: String) -> String {
+        destination.hasPrefix(".courier/incoming/") ? String(destination.dropFirst(".courier/incoming/".count)) : destination
+    }
+
     /// The lock file coordinating access to the document at `path`.
     func lock(for path: String) throws -> URL {
         try place("locks").appendingPathComponent(SHA256Hex.shortID("lock-", of: path))
