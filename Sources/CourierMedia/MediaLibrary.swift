@@ -50,6 +50,12 @@ public actor MediaLibrary {
         if let protectionFailure { logger.warning("\(protectionFailure)") }
     }
 
+    /// A test hook run between the media file's arrival and the metadata write (where a
+    /// kill would orphan the file). Internal: for `@testable` tests only.
+    var afterMediaInPlace: (@Sendable () async throws -> Void)?
+    /// Sets ``afterMediaInPlace``.
+    func setAfterMediaInPlace(_ hook: (@Sendable () async throws -> Void)?) { afterMediaInPlace = hook }
+
     /// The library folder, protected on (re)creation.
     let folder: LibraryFolder
     /// The last failure to protect the library folder, if any (the download went on).
@@ -108,8 +114,12 @@ public actor MediaLibrary {
         // Its media group is the video version (`<itemId>-<versionId>`, the file's stem), so
         // each version is a download of its own: DOWNLOAD's rule 7 cleans one version's
         // earlier tasks and never another's.
-        try await downloader.fetch(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
-                                                   destination: mediaPath, mediaId: "\(item.id)-\(version)", mediaType: item.type.rawValue))
+        // The record is forgotten only once the metadata is written: killed in between, the
+        // next call finds it completed with its file whole, fetches nothing, and writes it.
+        try await downloader.enqueue(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
+                                                     destination: mediaPath, mediaId: "\(item.id)-\(version)", mediaType: item.type.rawValue))
+        _ = try await downloader.waitForCompletion(id: taskId)
+        try await afterMediaInPlace?()
 
         // Metadata (essential).
         let entry = VersionInfo(versionId: version, container: container, isStatic: true, mediaSourceId: mediaSourceId,
@@ -117,14 +127,15 @@ public actor MediaLibrary {
         var seriesItem: MediaItem?
         if item.type == .episode, let seriesId = item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
         try MetadataStore(root: root).record(entry, for: item, series: seriesItem)
+        try await downloader.cancel(id: taskId)   // on a completed download: the record goes, the file stays
 
         // Images (optional).
         var failed: [String] = []
         for (context, kinds, imageItemId) in imageJobs(item) {
-            for kind in kinds {
+            for (kind, source) in kinds {
                 let path = try MediaLayout.image(context, kind, ext: "jpeg")
                 do {
-                    try await fetchImage(itemId: imageItemId, kind: kind, to: path)
+                    try await fetchImage(itemId: imageItemId, kind: source, to: path)
                 } catch {
                     logger.warning("image \(path) failed: \(error)")
                     failed.append(path)
@@ -134,15 +145,19 @@ public actor MediaLibrary {
         return MediaDownloadReport(mediaPath: mediaPath, versionId: version, failedImages: failed)
     }
 
-    private func imageJobs(_ item: MediaItem) -> [(MediaLayout.ImageContext, [MediaLayout.ImageKind], String)] {
+    /// Each image to fetch: where it goes (context and kind) and which of the server's
+    /// images it is. An episode's backdrop is the episode's primary image (the seed's rule:
+    /// servers rarely have episode backdrops, so asking for one was usually a silent 404).
+    private func imageJobs(_ item: MediaItem) -> [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] {
+        let both: [(MediaLayout.ImageKind, MediaLayout.ImageKind)] = [(.primary, .primary), (.backdrop, .backdrop)]
         switch item.type {
         case .movie:
-            return [(.movie(item), [.primary, .backdrop], item.id)]
+            return [(.movie(item), both, item.id)]
         case .episode:
             guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }   // an item with no valid folder has no images to fetch
-            var jobs: [(MediaLayout.ImageContext, [MediaLayout.ImageKind], String)] = [(.series(id: seriesId, folder: folder), [.primary, .backdrop], seriesId)]
-            if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [.primary], seasonId)) }
-            jobs.append((.episode(item), [.primary, .backdrop], item.id))
+            var jobs: [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] = [(.series(id: seriesId, folder: folder), both, seriesId)]
+            if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [(.primary, .primary)], seasonId)) }
+            jobs.append((.episode(item), [(.primary, .primary), (.backdrop, .primary)], item.id))
             return jobs
         default:
             return []

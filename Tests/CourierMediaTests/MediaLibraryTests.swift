@@ -32,7 +32,7 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
             try file(source, 50_000)
         }
         for image in ["abc123-Primary", "abc123-Backdrop", "ser1-Primary", "ser1-Backdrop", "s1-Primary", "s2-Primary",
-                      "ep1-Primary", "ep1-Backdrop", "ep2-Primary", "ep2-Backdrop", "ep3-Primary", "ep3-Backdrop"] {
+                      "ep1-Primary", "ep2-Primary", "ep3-Primary"] {   // no episode backdrops, as on real servers
             try Data("jpeg:\(image)".utf8).write(to: served.appendingPathComponent("jellyfin/images/\(image).jpg"))
         }
         origin = try await CourierOrigin.start(directory: served)
@@ -106,6 +106,27 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
         #expect(db.range(of: Data("TOKEN-123".utf8)) == nil)
     }
 
+    /// Killed after the media file is in place and before metadata.json is written: the
+    /// next call fetches no media bytes (the origin's log) and writes the metadata.
+    @Test func aKillBeforeTheMetadataWriteRefetchesNothing() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        struct Killed: Error {}
+        await w.library.setAfterMediaInPlace { throw Killed() }
+        await #expect(throws: Killed.self) { try await w.library.download(itemId: "abc123", versionId: "def456") }
+        #expect(FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/abc123/abc123-def456.mp4").path))
+        #expect(!FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/abc123/metadata.json").path))
+        await w.library.shutdown()
+
+        w.origin.clearRequests()
+        w.library = try w.makeLibrary()   // the next launch
+        try await w.library.download(itemId: "abc123", versionId: "def456")
+        #expect(!w.origin.requests.contains { $0.path.hasSuffix("/Download") && $0.bodyBytesSent > 0 }, "\(w.origin.requests.map { "\($0.path) \($0.status)" })")
+        #expect(try w.metadata("abc123/metadata.json").versions.map(\.versionId) == ["def456"])
+        #expect(w.library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "def456"))
+        #expect(try await w.library.downloader.database.allRecords().isEmpty)   // forgotten once the metadata is written
+    }
+
     @Test func seriesWithTwoSeasonsBuildsTheSeedsTree() async throws {
         let w = try await MediaWorld()
         defer { Task { await w.close() } }
@@ -128,6 +149,10 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
             "ser1/Season-02/metadata.json",
             "ser1/metadata.json",
         ])
+        // An episode's backdrop is its primary image (seed 003); no backdrop was asked for.
+        let backdrop = w.root.appendingPathComponent("Downloads/ser1/Season-01/Images/Episode-ep1-Backdrop.jpeg")
+        #expect(try String(contentsOf: backdrop, encoding: .utf8) == "jpeg:ep1-Primary")
+        #expect(!w.origin.requests.contains { $0.path.hasPrefix("/Items/ep") && $0.path.hasSuffix("/Images/Backdrop") })
         let series = try w.metadata("ser1/metadata.json")
         #expect(series.itemId == "ser1" && series.itemType == "Series" && series.displayTitle == "The Series")
         #expect(series.versions.map(\.versionId) == ["m1", "m2", "m3"])   // aggregated from the seasons
