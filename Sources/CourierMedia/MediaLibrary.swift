@@ -25,6 +25,8 @@ public actor MediaLibrary {
     let logger: Logger
     /// Free space required beyond the media's size (seed 003: 100 MiB).
     public var minimumFreeSpace: Int64 = 100 << 20
+    /// A media file smaller than this is no film: it fails with `E_NOT_MEDIA` (16 KiB).
+    public var minimumMediaSize: Int64 = 16 << 10
 
     /// Makes a library at `root` over `server`; `database` keeps the engine's records, so a
     /// two-hour film resumes after a relaunch.
@@ -118,7 +120,17 @@ public actor MediaLibrary {
         // next call finds it completed with its file whole, fetches nothing, and writes it.
         try await downloader.enqueue(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
                                                      destination: mediaPath, mediaId: "\(item.id)-\(version)", mediaType: item.type.rawValue))
-        _ = try await downloader.waitForCompletion(id: taskId)
+        let done = try await downloader.waitForCompletion(id: taskId)
+        // Validated before anything records it: a web page or a truncated file answered
+        // with 200 is removed with its record, and the item fails with its own code.
+        let file = root.appendingPathComponent(mediaPath)
+        if let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: done.totalBytes ?? PartialFile.length(at: file),
+                                                 announced: source?.size, minimumSize: minimumMediaSize) {
+            try await downloader.cancel(id: taskId)
+            try removeFile(file)
+            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+            throw problem
+        }
         try await afterMediaInPlace?()
 
         // Metadata (essential).

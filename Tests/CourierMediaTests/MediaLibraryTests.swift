@@ -1,3 +1,4 @@
+import CourierTestSupport
 import Courier
 import CourierOrigin
 import Foundation
@@ -125,6 +126,37 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
         #expect(try w.metadata("abc123/metadata.json").versions.map(\.versionId) == ["def456"])
         #expect(w.library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "def456"))
         #expect(try await w.library.downloader.database.allRecords().isEmpty)   // forgotten once the metadata is written
+    }
+
+    /// A server's error page answered with 200 is not saved as a film: its own code, and
+    /// nothing left behind (no file, no partial, no record, no metadata, no empty folder).
+    @Test func anHTMLPageServedAsMediaFailsAndLeavesNothing() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        try Data(#"{"Id":"bad1","Type":"Movie","Name":"Bad","MediaSources":[{"Id":"badsrc","Container":"mp4"}]}"#.utf8).write(to: w.served.appendingPathComponent("jellyfin/items/bad1.json"))
+        let page = "<!DOCTYPE html>\n<html><body><h1>Session expired</h1>" + String(repeating: " ", count: 40_000) + "</body></html>"
+        try Data(page.utf8).write(to: w.served.appendingPathComponent("jellyfin/media/badsrc"))
+        #expect(await errorCode { try await w.library.download(itemId: "bad1") } == "E_NOT_MEDIA")
+        #expect(!FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/bad1").path))
+        #expect(try await w.library.downloader.database.allRecords().isEmpty)
+        // The announced size is checked too.
+        try Data(#"{"Id":"short1","Type":"Movie","Name":"Short","MediaSources":[{"Id":"m1","Container":"mp4","Size":999999}]}"#.utf8).write(to: w.served.appendingPathComponent("jellyfin/items/short1.json"))
+        #expect(await errorCode { try await w.library.download(itemId: "short1") } == "E_SIZE_MISMATCH")
+        #expect(!FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/short1").path))
+    }
+
+    @Test(arguments: [
+        ("<!DOCTYPE html><html>", Int64(50_000), Int64?.none, "E_NOT_MEDIA"),
+        ("  \n<HTML lang=en>", 50_000, nil, "E_NOT_MEDIA"),
+        ("{\"error\":\"unauthorized\"}", 50_000, nil, "E_NOT_MEDIA"),
+        ("\u{0}\u{0}\u{0}\u{18}ftypmp42", 100, nil, "E_NOT_MEDIA"),
+        ("\u{0}\u{0}\u{0}\u{18}ftypmp42", 50_000, 60_000, "E_SIZE_MISMATCH"),
+        ("\u{0}\u{0}\u{0}\u{18}ftypmp42", 50_000, 50_000, "-"),
+        ("\u{1A}E\u{DF}\u{A3}matroska", 50_000, nil, "-"),
+    ])
+    func mediaValidation(head: String, size: Int64, announced: Int64?, expected: String) {
+        let problem = MediaValidation.problem(head: Data(head.utf8), size: size, announced: announced, minimumSize: 16 << 10)
+        #expect((problem?.code.rawValue ?? "-") == expected)
     }
 
     @Test func seriesWithTwoSeasonsBuildsTheSeedsTree() async throws {

@@ -1,0 +1,40 @@
+import Courier
+import Foundation
+
+extension CourierError.Code {
+    /// What arrived as a media file is not one: an HTML or JSON page (a server's error
+    /// answered with 200), or too small to be media. Nothing of it is kept.
+    public static let notMedia = Self(rawValue: "E_NOT_MEDIA")
+}
+
+/// Seed 003's "media file validation before final placement", as a pure rule: what the
+/// first bytes and the size of a downloaded media file say about it.
+public enum MediaValidation {
+    /// The error that rejects a media file of `size` bytes starting with `head` (its first
+    /// bytes, 512 are plenty), or `nil` when it may be media. `announced` is the media
+    /// source's size, when the server gave one.
+    public static func problem(head: Data, size: Int64, announced: Int64?, minimumSize: Int64) -> CourierError? {
+        if let announced, announced > 0, announced != size {
+            return CourierError(.sizeMismatch, "the media source announced \(announced) bytes; \(size) arrived")
+        }
+        let text = String(decoding: head.prefix(64), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\u{FEFF}"))).lowercased()
+        if text.hasPrefix("<!doctype html") || text.hasPrefix("<html") || text.hasPrefix("<?xml") || text.hasPrefix("<head") || text.hasPrefix("<body") {
+            return CourierError(.notMedia, "the server answered a web page, not media (\(size) bytes)")
+        }
+        if let first = text.first, first == "{" || first == "[" {
+            return CourierError(.notMedia, "the server answered JSON, not media (\(size) bytes)")
+        }
+        if size < minimumSize {
+            return CourierError(.notMedia, "\(size) bytes is too small to be media (the minimum is \(minimumSize))")
+        }
+        return nil
+    }
+
+    /// The first `count` bytes of the file at `url` (fewer when it is shorter).
+    static func head(of url: URL, count: Int = 512) throws -> Data {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { throw CourierError(.fileNotFound, "\(url.lastPathComponent) vanished") }
+        defer { try? handle.close() }   // a read-only handle: nothing to lose on close
+        do { return try handle.read(upToCount: count) ?? Data() } catch { throw FileErrors.error(error, "read", url, .read) }
+    }
+}
