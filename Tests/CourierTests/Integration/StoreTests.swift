@@ -129,7 +129,7 @@ import Testing
             #expect(try await db.delete(id: "film1-v1"))
             #expect(try await db.segments(id: "film1-v1").isEmpty)   // the cascade survived the rebuild
             #expect(try await handOffRows() == 0)
-            let fk = try await db.writer.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+            let fk = try db.writer.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
             #expect(fk.isEmpty)
         }
     }
