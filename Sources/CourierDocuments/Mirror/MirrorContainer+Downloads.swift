@@ -15,8 +15,7 @@ extension MirrorContainer {
         failures.withLock { $0[path] = nil }
         if downloader == nil, transfers.withLock({ $0[path] != nil }), !restart { return }
         let fetch = try await prepareFetch(path, key: placeholder.key, restart: restart)
-        let sync = self.sync
-        watch(path, target: target) { [self] in
+        watch(path) { [self] in
             let version = try await fetch()
             // Put in place only while the placeholder is still there: a write since then is
             // the document now, and the download is dropped.
@@ -45,7 +44,6 @@ extension MirrorContainer {
             guard let remote, remote != base else { return }
             logger.info("\(path) changed on the remote; fetching the new version")
             let version = try await prepareFetch(path, key: path, restart: false)() ?? remote
-            let sync = self.sync
             // Put in place only if no write came meanwhile (the row is still this synced one).
             _ = try await adopt(path, target: target, when: { try await sync.row(path) == row }, record: {
                 try await sync.noteDownloaded(path, version: version)
@@ -121,7 +119,7 @@ extension MirrorContainer {
 
     /// Runs a download in the background (it puts the file in place itself); on failure the
     /// error is kept for ``state(of:)``.
-    private func watch(_ path: String, target: URL, _ transfer: @escaping @Sendable () async throws -> Void) {
+    private func watch(_ path: String, _ transfer: @escaping @Sendable () async throws -> Void) {
         let token = UUID()
         let task = Task { [failures, transfers] in
             do {
