@@ -47,6 +47,14 @@ public enum MediaLayout {
         "\(try mediaFolder(item))/\(try component(item.id))-\(try component(versionId, "version id")).\(try component(container, "extension"))"
     }
 
+    /// `<itemId>-<versionId>.<index>[.<language>].<format>` beside the media file: a
+    /// subtitle goes with its version (removing the version removes it) and is never taken
+    /// for media (its extension is no media extension).
+    public static func subtitleFile(_ item: MediaItem, versionId: String, index: Int, language: String?, format: String) throws -> String {
+        let lang = try language.flatMap { $0.isEmpty ? nil : try component($0, "language") }.map { ".\($0)" } ?? ""
+        return "\(try mediaFolder(item))/\(try component(item.id))-\(try component(versionId, "version id")).\(index)\(lang).\(try component(format, "extension"))"
+    }
+
     /// `metadata.json` at movie, series or season level.
     public static func metadataFile(folder: String) -> String { folder + "/metadata.json" }
 

@@ -3,16 +3,6 @@ import Crypto
 import Foundation
 import Logging
 
-/// What a download of one item did.
-public struct MediaDownloadReport: Sendable, Equatable {
-    /// The media file, relative to the library root.
-    public var mediaPath: String
-    /// The version id.
-    public var versionId: String
-    /// Images that could not be fetched (they never fail the item).
-    public var failedImages: [String]
-}
-
 /// The offline media library (seed 003): `Downloads/` laid out by item, versioned media
 /// files through the resumable engine, `metadata.json` at movie, series and season level.
 public actor MediaLibrary {
@@ -58,13 +48,20 @@ public actor MediaLibrary {
     /// Sets ``afterMediaInPlace``.
     func setAfterMediaInPlace(_ hook: (@Sendable () async throws -> Void)?) { afterMediaInPlace = hook }
 
+    /// The library's own events (finishing and the ends it decides).
+    let hub = MediaEventHub()
+    /// The jobs of versions not yet in the library.
+    nonisolated var jobs: MediaJobStore { MediaJobStore(root: root) }
+    /// The task finishing each version in flight here, by engine id.
+    var finishers: [String: Task<Void, Never>] = [:]
+
     /// The library folder, protected on (re)creation.
     let folder: LibraryFolder
     /// The last failure to protect the library folder, if any (the download went on).
     public private(set) var protectionFailure: CourierError?
 
     /// Deletes a file or folder; a failure is an error with its code (a file already gone is fine).
-    private func removeFile(_ url: URL) throws {
+    func removeFile(_ url: URL) throws {
         do { try FileManager.default.removeItem(at: url) } catch {
             if !FileManager.default.fileExists(atPath: url.path) { return }
             throw FileErrors.error(error, "remove", url, .write)
@@ -83,103 +80,11 @@ public actor MediaLibrary {
     /// Sets the free space required beyond the media's size.
     public func setMinimumFreeSpace(_ bytes: Int64) { minimumFreeSpace = bytes }
 
-    /// Stops downloads (resumable later).
-    public func shutdown() async { await downloader.shutdown() }
-
-    /// Downloads an item's version (the first media source when `versionId` is nil): media
-    /// and metadata are essential, images optional.
-    @discardableResult
-    public func download(itemId: String, versionId: String? = nil) async throws -> MediaDownloadReport {
-        let item = try await server.item(id: try MediaLayout.component(itemId))
-        try ensureFolder()
-        guard item.id == itemId else { throw CourierError(.protocolViolation, "the server answered item \(item.id) for \(itemId)") }
-        guard item.type == .movie || item.type == .episode else { throw CourierError(.invalidArgument, "only movies and episodes download (\(itemId) is a \(item.type.rawValue))") }
-        let source = versionId.flatMap { v in item.mediaSources?.first { $0.id == v } } ?? (versionId == nil ? item.mediaSources?.first : nil)
-        if let versionId, source == nil, versionId != item.id {
-            throw CourierError(.notFound, "item \(itemId) has no version \(versionId)")
-        }
-        let mediaSourceId = source?.id
-        let version = try MediaLayout.component(mediaSourceId ?? item.id, "version id")
-        let container = try MediaLayout.component(source?.container ?? "mp4", "container")
-        let mediaPath = try MediaLayout.mediaFile(item, versionId: version, container: container)
-
-        // Storage: 100 MiB plus the remaining size, when known.
-        let readable = "media:\(item.id):\(version)"
-        let taskId = (try? SafePath.validateIdentifier(readable)) ?? SHA256Hex.shortID("media:", of: readable)   // an id that is not a safe identifier gets a hashed one
-        let held = PartialFile.length(at: root.appendingPathComponent(mediaPath + ".partial"))
-        let needed = minimumFreeSpace + max(0, (source?.size ?? 0) - held)
-        if let available = DiskSpace.available(at: root), available < needed {
-            throw CourierError(.noSpace, "\(needed) bytes of free space are needed, \(available) are available")
-        }
-
-        // Media (essential), through the resumable engine; a new download replaces the file atomically.
-        // Its media group is the video version (`<itemId>-<versionId>`, the file's stem), so
-        // each version is a download of its own: DOWNLOAD's rule 7 cleans one version's
-        // earlier tasks and never another's.
-        // The record is forgotten only once the metadata is written: killed in between, the
-        // next call finds it completed with its file whole, fetches nothing, and writes it.
-        try await downloader.enqueue(DownloadRequest(id: taskId, url: try server.downloadURL(item: item, mediaSourceId: mediaSourceId, container: container, isStatic: true),
-                                                     destination: mediaPath, mediaId: "\(item.id)-\(version)", mediaType: item.type.rawValue))
-        let done = try await downloader.waitForCompletion(id: taskId)
-        // Validated before anything records it: a web page or a truncated file answered
-        // with 200 is removed with its record, and the item fails with its own code.
-        let file = root.appendingPathComponent(mediaPath)
-        if let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: done.totalBytes ?? PartialFile.length(at: file),
-                                                 announced: source?.size, minimumSize: minimumMediaSize) {
-            try await downloader.cancel(id: taskId)
-            try removeFile(file)
-            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-            throw problem
-        }
-        try await afterMediaInPlace?()
-
-        // Metadata (essential).
-        let entry = VersionInfo(versionId: version, container: container, isStatic: true, mediaSourceId: mediaSourceId,
-                                downloadDate: ISO8601DateFormatter().string(from: Date()), taskId: UUID().uuidString, itemId: item.id)
-        var seriesItem: MediaItem?
-        if item.type == .episode, let seriesId = item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
-        try MetadataStore(root: root).record(entry, for: item, series: seriesItem)
-        try await downloader.cancel(id: taskId)   // on a completed download: the record goes, the file stays
-
-        // Images (optional).
-        var failed: [String] = []
-        for (context, kinds, imageItemId) in imageJobs(item) {
-            for (kind, source) in kinds {
-                let path = try MediaLayout.image(context, kind, ext: "jpeg")
-                do {
-                    try await fetchImage(itemId: imageItemId, kind: source, to: path)
-                } catch {
-                    logger.warning("image \(path) failed: \(error)")
-                    failed.append(path)
-                }
-            }
-        }
-        return MediaDownloadReport(mediaPath: mediaPath, versionId: version, failedImages: failed)
-    }
-
-    /// Each image to fetch: where it goes (context and kind) and which of the server's
-    /// images it is. An episode's backdrop is the episode's primary image (the seed's rule:
-    /// servers rarely have episode backdrops, so asking for one was usually a silent 404).
-    private func imageJobs(_ item: MediaItem) -> [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] {
-        let both: [(MediaLayout.ImageKind, MediaLayout.ImageKind)] = [(.primary, .primary), (.backdrop, .backdrop)]
-        switch item.type {
-        case .movie:
-            return [(.movie(item), both, item.id)]
-        case .episode:
-            guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }   // an item with no valid folder has no images to fetch
-            var jobs: [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] = [(.series(id: seriesId, folder: folder), both, seriesId)]
-            if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [(.primary, .primary)], seasonId)) }
-            jobs.append((.episode(item), [(.primary, .primary), (.backdrop, .primary)], item.id))
-            return jobs
-        default:
-            return []
-        }
-    }
-
-    private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
-        if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
-        let id = SHA256Hex.shortID("image:", of: path)
-        try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
+    /// Stops downloads (resumable later, by ``resumeAll(includePaused:includeFailed:)``)
+    /// and waits for the tasks that follow them.
+    public func shutdown() async {
+        await downloader.shutdown()
+        for task in finishers.values { await task.value }
     }
 
     // MARK: Queries

@@ -13,6 +13,13 @@ public protocol MediaServer: Sendable {
     func imageURL(itemId: String, kind: MediaLayout.ImageKind) throws -> String
     /// Headers that carry the access token at request time; never stored.
     func authorizationHeaders() -> [(name: String, value: String)]
+    /// The URL of a transcoded download of a version (the seed's `Static=false` URL with
+    /// the container, codecs and bitrate). The default: ``downloadURL(item:mediaSourceId:container:isStatic:)``
+    /// with `isStatic` false.
+    func transcodeURL(item: MediaItem, mediaSourceId: String?, options: TranscodeOptions) throws -> String
+    /// The URL of subtitle stream `index` of a version, as a file of `format` (`srt`, `vtt`).
+    /// The default: none (``CourierError/Code/invalidArgument``).
+    func subtitleURL(item: MediaItem, mediaSourceId: String, index: Int, format: String) throws -> String
     /// Releases what the server connection holds (its HTTP client), awaited; the default
     /// does nothing.
     func shutdown() async throws
@@ -21,6 +28,14 @@ public protocol MediaServer: Sendable {
 extension MediaServer {
     /// Nothing to release.
     public func shutdown() async throws {}
+
+    public func transcodeURL(item: MediaItem, mediaSourceId: String?, options: TranscodeOptions) throws -> String {
+        try downloadURL(item: item, mediaSourceId: mediaSourceId, container: options.container, isStatic: false)
+    }
+
+    public func subtitleURL(item: MediaItem, mediaSourceId: String, index: Int, format: String) throws -> String {
+        throw CourierError(.invalidArgument, "this media server offers no subtitle files")
+    }
 }
 
 /// A Jellyfin server (seed 003's URLs). The token goes in `X-Emby-Token` at request time,
@@ -72,6 +87,22 @@ public final class JellyfinServer: MediaServer {
                         URLQueryItem(name: "Static", value: isStatic ? "true" : "false"),
                         URLQueryItem(name: "AllowVideoStreamCopy", value: "true"), URLQueryItem(name: "AllowAudioStreamCopy", value: "true")]
         return c.string!
+    }
+
+    /// Jellyfin's download URL with `Static=false` and what to transcode to: the server
+    /// re-encodes (`VideoCodec`, `AudioCodec`, `MaxStreamingBitrate`, `VideoBitrate`).
+    public func transcodeURL(item: MediaItem, mediaSourceId: String?, options: TranscodeOptions) throws -> String {
+        var c = URLComponents(string: try downloadURL(item: item, mediaSourceId: mediaSourceId, container: try MediaLayout.component(options.container, "container"), isStatic: false))!
+        c.queryItems = (c.queryItems ?? []).filter { !$0.name.hasPrefix("Allow") } + [
+            URLQueryItem(name: "VideoCodec", value: options.videoCodec), URLQueryItem(name: "AudioCodec", value: options.audioCodec),
+            URLQueryItem(name: "MaxStreamingBitrate", value: String(options.maxBitrate)), URLQueryItem(name: "VideoBitrate", value: String(options.maxBitrate)),
+            URLQueryItem(name: "AllowVideoStreamCopy", value: "false"), URLQueryItem(name: "AllowAudioStreamCopy", value: "false")]
+        return c.string!
+    }
+
+    /// Jellyfin's subtitle route: `/Videos/{itemId}/{mediaSourceId}/Subtitles/{index}/Stream.{format}`.
+    public func subtitleURL(item: MediaItem, mediaSourceId: String, index: Int, format: String) throws -> String {
+        "\(baseURL)/Videos/\(try MediaLayout.component(item.id))/\(try MediaLayout.component(mediaSourceId))/Subtitles/\(index)/Stream.\(try MediaLayout.component(format, "extension"))"
     }
 
     public func imageURL(itemId: String, kind: MediaLayout.ImageKind) throws -> String {

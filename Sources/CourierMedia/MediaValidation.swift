@@ -12,23 +12,37 @@ extension CourierError.Code {
 public enum MediaValidation {
     /// The error that rejects a media file of `size` bytes starting with `head` (its first
     /// bytes, 512 are plenty), or `nil` when it may be media. `announced` is the media
-    /// source's size, when the server gave one.
-    public static func problem(head: Data, size: Int64, announced: Int64?, minimumSize: Int64) -> CourierError? {
-        if let announced, announced > 0, announced != size {
-            return CourierError(.sizeMismatch, "the media source announced \(announced) bytes; \(size) arrived")
+    /// source's size, when the server gave one; `contentType` the reply's MIME type.
+    public static func problem(head: Data, size: Int64, announced: Int64?, minimumSize: Int64, contentType: String? = nil) -> CourierError? {
+        if MediaFileTypes.isPage(contentType: contentType) {
+            return CourierError(.notMedia, "the server answered \(contentType ?? "a page"), not media (\(size) bytes)")
         }
-        let text = String(decoding: head.prefix(64), as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\u{FEFF}"))).lowercased()
-        if text.hasPrefix("<!doctype html") || text.hasPrefix("<html") || text.hasPrefix("<?xml") || text.hasPrefix("<head") || text.hasPrefix("<body") {
+        if isPage(head: head) {
             return CourierError(.notMedia, "the server answered a web page, not media (\(size) bytes)")
         }
-        if let first = text.first, first == "{" || first == "[" {
+        if let first = text(head).first, first == "{" || first == "[" {
             return CourierError(.notMedia, "the server answered JSON, not media (\(size) bytes)")
+        }
+        if let announced, announced > 0, announced != size {
+            return CourierError(.sizeMismatch, "the media source announced \(announced) bytes; \(size) arrived")
         }
         if size < minimumSize {
             return CourierError(.notMedia, "\(size) bytes is too small to be media (the minimum is \(minimumSize))")
         }
         return nil
+    }
+
+    /// The first characters of `head`, trimmed and lower-cased.
+    static func text(_ head: Data) -> String {
+        String(decoding: head.prefix(64), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\u{FEFF}"))).lowercased()
+    }
+
+    /// Whether a file starting with `head` is a web page (HTML or XML): never media, and
+    /// never a subtitle either.
+    public static func isPage(head: Data) -> Bool {
+        let t = text(head)
+        return t.hasPrefix("<!doctype html") || t.hasPrefix("<html") || t.hasPrefix("<?xml") || t.hasPrefix("<head") || t.hasPrefix("<body")
     }
 
     /// The first `count` bytes of the file at `url` (fewer when it is shorter).

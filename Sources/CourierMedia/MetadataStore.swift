@@ -25,8 +25,15 @@ struct MetadataStore {
     /// or at season level with the series aggregating its seasons. Legacy `Metadata/` goes
     /// only after the new metadata is written.
     func record(_ version: VersionInfo, for item: MediaItem, series: MediaItem?) throws {
+        // Seed 003's deduplication: an entry of the same item with the same version id goes,
+        // and so does a static one of the same (normalised) media source when this one is
+        // static too. A transcoded copy has a version id of its own and sits beside them.
         func merged(_ versions: [VersionInfo]) -> [VersionInfo] {
-            versions.filter { !($0.itemId ?? item.id == item.id && $0.normalizedSource(itemId: item.id) == version.normalizedSource(itemId: item.id)) } + [version]
+            versions.filter { old in
+                guard old.itemId ?? item.id == item.id else { return true }
+                if old.versionId == version.versionId { return false }
+                return !(old.isStatic && version.isStatic && old.normalizedSource(itemId: item.id) == version.normalizedSource(itemId: item.id))
+            } + [version]
         }
         let itemFolder = root.appendingPathComponent(try MediaLayout.itemFolder(item))
         switch item.type {

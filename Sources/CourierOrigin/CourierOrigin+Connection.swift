@@ -75,23 +75,59 @@ extension CourierOrigin {
     }
 
     /// Jellyfin-shaped routes, served from `jellyfin/` in the directory when it exists:
-    /// `/Items/{id}` → `items/{id}.json`, `/Items/{id}/Download` → `media/{id}`,
-    /// `/Items/{id}/Images/{Kind}` → `images/{id}-{Kind}.jpg`.
-    static func jellyfinRoute(_ decoded: String) -> String? {
+    /// - `/Items/{id}` → `items/{id}.json` (the whole `BaseItemDto`, as a server sends it);
+    /// - `/Items/{id}/Download` → `media/{id}`, else the first `media/{id}.*` (its extension
+    ///   gives the Content-Type: an `.html` file is an error page served with 200);
+    /// - the same with `Static=false` (a transcoding) → `transcoded/{id}.{Container}`, else
+    ///   `transcoded/{id}`, served without ranges, as a live transcode is;
+    /// - `/Videos/{id}/{source}/Subtitles/{index}/Stream.{format}` → `subtitles/{source}-{index}.{format}`;
+    /// - `/Items/{id}/Images/{Kind}` → `images/{id}-{Kind}.jpg`.
+    func jellyfinRoute(_ decoded: String, query: [String: String]) -> (path: String, transcoded: Bool)? {
         let parts = decoded.split(separator: "/").map(String.init)
+        if parts.count == 6, parts[0] == "Videos", parts[3] == "Subtitles", parts[5].hasPrefix("Stream.") {
+            return ("jellyfin/subtitles/\(parts[2])-\(parts[4]).\(parts[5].dropFirst("Stream.".count))", false)
+        }
         guard parts.count >= 2, parts[0] == "Items" else { return nil }
         let id = parts[1]
-        if parts.count == 2 { return "jellyfin/items/\(id).json" }
-        if parts.count == 3, parts[2] == "Download" { return "jellyfin/media/\(id)" }
-        if parts.count == 4, parts[2] == "Images" { return "jellyfin/images/\(id)-\(parts[3]).jpg" }
+        if parts.count == 2 { return ("jellyfin/items/\(id).json", false) }
+        if parts.count == 3, parts[2] == "Download" {
+            let transcoded = query["Static"]?.lowercased() == "false"
+            let folder = transcoded ? "transcoded" : "media"
+            let preferred = transcoded ? [query["Container"].map { "\(id).\($0)" }, id].compactMap { $0 } : [id]
+            for name in preferred where FileManager.default.fileExists(atPath: directory.appendingPathComponent("jellyfin/\(folder)/\(name)").path) {
+                return ("jellyfin/\(folder)/\(name)", transcoded)
+            }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("jellyfin/\(folder)").path)) ?? []   // no folder: nothing served
+            return ("jellyfin/\(folder)/" + (names.sorted().first { $0.hasPrefix("\(id).") } ?? id), transcoded)
+        }
+        if parts.count == 4, parts[2] == "Images" { return ("jellyfin/images/\(id)-\(parts[3]).jpg", false) }
         return nil
     }
 
+    /// The Content-Type of a served file, by its extension.
+    static func contentType(_ url: URL) -> String {
+        switch url.pathExtension.lowercased() {
+        case "mp4", "m4v": return "video/mp4"
+        case "mkv": return "video/x-matroska"
+        case "webm": return "video/webm"
+        case "ts": return "video/mp2t"
+        case "html", "htm": return "text/html; charset=utf-8"
+        case "json": return "application/json"
+        case "jpg", "jpeg": return "image/jpeg"
+        case "srt": return "application/x-subrip"
+        case "vtt": return "text/vtt"
+        case "ass", "ssa": return "text/x-ssa"
+        default: return "application/octet-stream"
+        }
+    }
+
     /// Maps a URL path to a regular file inside the directory, refusing traversal.
-    func resolve(_ path: String) -> ServedFile? {
+    func resolve(_ path: String, query: [String: String] = [:]) -> ServedFile? {
         guard var decoded = path.removingPercentEncoding, !decoded.contains("\0") else { return nil }
-        if let route = Self.jellyfinRoute(decoded), FileManager.default.fileExists(atPath: directory.appendingPathComponent("jellyfin").path) {
-            decoded = route
+        var transcoded = false
+        if FileManager.default.fileExists(atPath: directory.appendingPathComponent("jellyfin").path), let route = jellyfinRoute(decoded, query: query) {
+            decoded = route.path
+            transcoded = route.transcoded
         }
         let parts = decoded.split(separator: "/").filter { $0 != "." }
         guard !parts.contains("..") else { return nil }
@@ -101,7 +137,7 @@ extension CourierOrigin {
               attrs[.type] as? FileAttributeType == .typeRegular,
               let size = (attrs[.size] as? NSNumber)?.int64Value,
               let date = attrs[.modificationDate] as? Date else { return nil }
-        return ServedFile(url: url, size: size, mtime: date.timeIntervalSince1970.rounded(.down))
+        return ServedFile(url: url, size: size, mtime: date.timeIntervalSince1970.rounded(.down), transcoded: transcoded)
     }
 
     func readAll(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }

@@ -197,11 +197,13 @@ public final class CourierOrigin: Sendable {
             try await writeSimple(status: 405, extra: [("Allow", "GET, HEAD")], outbound: outbound, keepAlive: keepAlive, isHead: isHead)
             return keepAlive
         }
-        guard let file = resolve(path) else {
+        guard let file = resolve(path, query: query) else {
             record.status = 404
             try await writeSimple(status: 404, outbound: outbound, keepAlive: keepAlive, isHead: isHead)
             return keepAlive
         }
+
+        if file.transcoded { f.ignoreRange = true }
 
         // Validators.
         let mtime = file.mtime + (f.changeETag ? Double(generation) : 0)
@@ -213,7 +215,7 @@ public final class CourierOrigin: Sendable {
         var headers: [(String, String)] = [("Accept-Ranges", f.ignoreRange ? "none" : "bytes")]
         if let etag { headers.append(("ETag", etag)) }
         if let lastModified { headers.append(("Last-Modified", lastModified)) }
-        headers.append(("Content-Type", "application/octet-stream"))
+        headers.append(("Content-Type", Self.contentType(file.url)))
         if let encoding = f.contentEncoding { headers.append(("Content-Encoding", encoding)) }
         if let name = f.contentDisposition {
             headers.append(("Content-Disposition", "attachment; filename=\"\(name.replacingOccurrences(of: "\"", with: "\\\""))\""))
@@ -343,6 +345,8 @@ public final class CourierOrigin: Sendable {
         var url: URL
         var size: Int64
         var mtime: Double
+        /// A Jellyfin transcoding: served without ranges.
+        var transcoded = false
     }
 
 }

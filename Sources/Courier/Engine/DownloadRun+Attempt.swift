@@ -84,6 +84,7 @@ extension DownloadRun {
             r.totalBytes = plan.totalBytes
             r.resumable = plan.resumable
             r.bytesReceived = plan.offset
+            r.contentType = plan.contentType ?? r.contentType
         }
         var current = record
         if plan.offset == 0, let expected = plan.expectedBodyLength, expected <= 1 << 20 {

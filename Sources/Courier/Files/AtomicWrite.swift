@@ -55,11 +55,7 @@ package final class AtomicWrite {
     /// rename over the target, and the folder synced.
     package func putInPlace() throws {
         guard rename(temporary.path, target.path) == 0 else { throw FileErrors.error(errno, "put in place", target, .write) }
-        let folder = target.deletingLastPathComponent()
-        let dfd = Foundation.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw FileErrors.error(errno, "open the folder of", target, .write) }
-        defer { Foundation.close(dfd) }
-        guard Durability.sync(dfd) == 0 else { throw FileErrors.error(errno, "sync the folder of", target, .write) }
+        try Durability.syncFolder(target.deletingLastPathComponent())
     }
 
     /// Deletes the temporary file; the target stays as it was.

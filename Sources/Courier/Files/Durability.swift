@@ -14,4 +14,12 @@ package enum Durability {
             throw FileErrors.error(errno, "force to stable storage", URL(fileURLWithPath: "a file"), .write)
         }
     }
+
+    /// Syncs a folder, so a rename inside it survives a power cut.
+    package static func syncFolder(_ folder: URL) throws {
+        let dfd = Foundation.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { throw FileErrors.error(errno, "open the folder", folder, .write) }
+        defer { Foundation.close(dfd) }
+        guard sync(dfd) == 0 else { throw FileErrors.error(errno, "sync the folder", folder, .write) }
+    }
 }

@@ -16,6 +16,8 @@ public struct BodyPlan: Equatable, Sendable {
     public var lastModified: String?
     /// Whether an interrupted body can be resumed later (false for compressed bodies).
     public var resumable: Bool
+    /// The reply's `Content-Type`, when it has one.
+    public var contentType: String? = nil
 }
 
 /// What a reply means for a download: the pure decision at the heart of resume.
@@ -60,7 +62,8 @@ public enum ResponseDisposition: Equatable, Sendable {
         switch status {
         case 200:
             let length = compressed ? nil : contentLength
-            return .write(BodyPlan(offset: 0, expectedBodyLength: length, totalBytes: length, etag: etag, lastModified: lastModified, resumable: !compressed && !rangesRefused(headers)))
+            return .write(BodyPlan(offset: 0, expectedBodyLength: length, totalBytes: length, etag: etag, lastModified: lastModified, resumable: !compressed && !rangesRefused(headers),
+                                   contentType: headers.first(name: "Content-Type")))
 
         case 206:
             if compressed {
@@ -90,7 +93,8 @@ public enum ResponseDisposition: Equatable, Sendable {
             let total = complete ?? plan.knownTotal
             return .write(BodyPlan(
                 offset: first, expectedBodyLength: last - first + 1, totalBytes: total,
-                etag: etag ?? storedETag(plan), lastModified: lastModified ?? storedLastModified(plan), resumable: true))
+                etag: etag ?? storedETag(plan), lastModified: lastModified ?? storedLastModified(plan), resumable: true,
+                contentType: headers.first(name: "Content-Type")))
 
         case 304:
             guard plan.isConditional else {

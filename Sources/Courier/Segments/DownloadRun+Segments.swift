@@ -46,6 +46,7 @@ extension DownloadRun {
         // length is never on disk without the segments that say what it holds.
         guard try await db.replaceSegments(id: id, with: segments, lease: context.owner, { r in
             r.totalBytes = terms.total; r.etag = plan.etag; r.lastModified = plan.lastModified
+            r.contentType = plan.contentType ?? r.contentType
             r.resumable = true; r.bytesReceived = 0
         }) != nil else { throw ExternalStop() }
         unlink(partialURL.path)

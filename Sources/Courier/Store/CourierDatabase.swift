@@ -122,6 +122,7 @@ public struct CourierDatabase: Sendable {
             }
         }
         registerMediaGroups(&migrator)
+        registerContentType(&migrator)
         return migrator
     }
 }

@@ -48,6 +48,7 @@ extension DownloadRecord {
             etag = v.etag
             lastModified = v.lastModified
             resumable = v.resumable
+            contentType = v.contentType ?? contentType
         }
         state = .completed
         releaseLease()

@@ -69,6 +69,10 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     public var heldLastModified: String?
     /// See ``heldEtag``.
     public var heldBytes: Int64?
+    /// The reply's `Content-Type` as the server sent it (`video/mp4`), when it sent one: a
+    /// caller that names the file by what arrived (the media library's extension) reads it
+    /// here, also after a relaunch.
+    public var contentType: String?
 
     /// Makes a fresh, queued record.
     public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,

@@ -1,0 +1,263 @@
+import Courier
+import Foundation
+
+/// The app-facing download API: start returns at once; an event stream per version
+/// drives a progress bar; pause, resume, cancel, the list in flight, and resuming
+/// everything at launch steer it. Each version is a download of its own.
+extension MediaLibrary {
+    /// Starts downloading a version of a movie or episode (the first media source when
+    /// `versionId` is nil) and returns once it is queued: follow it with ``events(for:)``.
+    /// Asking again for a version in flight changes nothing; asking for one that was
+    /// interrupted resumes it from the bytes kept.
+    @discardableResult
+    public func start(itemId: String, versionId: String? = nil, options: MediaDownloadOptions = MediaDownloadOptions()) async throws -> MediaVersion {
+        let job = try await plan(itemId: itemId, versionId: versionId, options: options)
+        if finishers[job.taskId] != nil { return job.version }
+        hub.reopen(job.version)
+        try jobs.save(job)
+        let record = try await downloader.record(id: job.taskId)
+        if record?.state != .completed || (record.map { mediaFileArrived(job, $0) } == false) {
+            try await downloader.enqueue(try request(for: job))
+        }
+        launch(job)
+        return job.version
+    }
+
+    /// Downloads a version and returns when it is in the library: ``start(itemId:versionId:options:)``
+    /// followed by ``completion(of:)``. Media and metadata are essential; images and
+    /// subtitles optional (listed in the report when they fail).
+    @discardableResult
+    public func download(itemId: String, versionId: String? = nil, options: MediaDownloadOptions = MediaDownloadOptions()) async throws -> MediaDownloadReport {
+        try await completion(of: try await start(itemId: itemId, versionId: versionId, options: options))
+    }
+
+    /// Waits for a version's download to end: its report, or its end as an error
+    /// (``CourierError/Code/paused``, ``CourierError/Code/cancelled``, or the failure).
+    public nonisolated func completion(of version: MediaVersion) async throws -> MediaDownloadReport {
+        for await event in events(for: version) {
+            switch event {
+            case let .completed(report): return report
+            case let .failed(error): throw error
+            case let .paused(error): throw error.map { CourierError(.paused, "\(version) paused: \($0.description)") } ?? CourierError(.paused, "\(version) was paused")
+            case .cancelled: throw CourierError(.cancelled, "\(version) was cancelled")
+            case .queued, .progress, .retrying, .finishing: continue
+            }
+        }
+        throw CourierError(.cancelled, "the library shut down before \(version) finished")
+    }
+
+    /// The events of one version's download, ending with one final event. Subscribe after
+    /// ``start(itemId:versionId:options:)`` (or ``resume(_:)``): a version with nothing in
+    /// flight answers at once, ``MediaDownloadEvent/completed(_:)`` when it is in the
+    /// library, else ``MediaDownloadEvent/failed(_:)`` with ``CourierError/Code/notFound``.
+    public nonisolated func events(for version: MediaVersion) -> AsyncStream<MediaDownloadEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: MediaDownloadEvent.self)
+        let key = UUID()
+        if let end = hub.subscribe(version, key: key, continuation) {
+            continuation.yield(end)
+            continuation.finish()
+            return stream
+        }
+        let taskId = MediaJob.taskId(version)
+        let forward = Task {
+            guard jobs.load(taskId) != nil else {
+                if hub.isSettling(version) { return }   // its end comes from the hub in a moment
+                continuation.yield(completedReport(version).map { .completed($0) } ?? .failed(CourierError(.notFound, "nothing of \(version) is downloading or downloaded")))
+                continuation.finish()
+                return
+            }
+            for await event in downloader.events(for: taskId) {
+                switch event {
+                case let .progress(p): continuation.yield(.progress(p))
+                case let .stateChanged(_, state, _): if state == .queued { continuation.yield(.queued) }
+                case let .retrying(_, attempt, limit, error, delay): continuation.yield(.retrying(attempt: attempt, limit: limit, error: error, delay: delay))
+                case let .ended(_, end):
+                    switch end {
+                    case .completed: await ensureRunning(taskId)   // the library's finishing sends the end
+                    case let .failed(error): continuation.yield(.failed(error)); continuation.finish()
+                    case let .paused(error): continuation.yield(.paused(error)); continuation.finish()
+                    case .cancelled:
+                        if hub.isSettling(version) { return }   // the library forgot the record; its own end follows
+                        continuation.yield(.cancelled); continuation.finish()
+                    case let .leftToAnotherProcess(error): continuation.yield(.failed(error)); continuation.finish()
+                    case .shutDown: continuation.yield(.paused(CourierError(.cancelled, "the library shut down; \(version) resumes at the next launch"))); continuation.finish()
+                    }
+                }
+            }
+        }
+        continuation.onTermination = { [hub] _ in
+            forward.cancel()
+            hub.unsubscribe(version, key: key)
+        }
+        return stream
+    }
+
+    /// Pauses a version's download, keeping its bytes (also one another process runs).
+    public func pause(_ version: MediaVersion) async throws {
+        let taskId = MediaJob.taskId(version)
+        guard jobs.load(taskId) != nil else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
+        try await downloader.pause(id: taskId)
+    }
+
+    /// Resumes a paused, failed or interrupted version from the bytes it kept.
+    public func resume(_ version: MediaVersion) async throws {
+        guard let job = jobs.load(MediaJob.taskId(version)) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
+        hub.reopen(version)
+        try await bringBack(job)
+    }
+
+    /// Cancels a version's download: its partial file, record and job go. A copy already
+    /// in the library (an earlier download of the same version) stays.
+    public func cancel(_ version: MediaVersion) async throws {
+        let taskId = MediaJob.taskId(version)
+        guard let job = jobs.load(taskId) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
+        hub.settle(version)
+        finishers[taskId]?.cancel()
+        try await downloader.cancel(id: taskId)
+        jobs.remove(taskId)
+        hub.publish(version, .cancelled)
+        if completedReport(version) == nil {
+            // Arrived but never put in the library (cancelled while finishing): it goes too.
+            try removeFile(root.appendingPathComponent(job.plannedPath))
+            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+        }
+    }
+
+    /// Every version not yet in the library, oldest first: queued, downloading, paused,
+    /// failed, or finishing.
+    public func inFlight() async throws -> [MediaTransfer] {
+        var out: [MediaTransfer] = []
+        for job in jobs.all() {
+            let record = try await downloader.record(id: job.taskId)
+            let state: String
+            switch record?.state {
+            case nil, .completed?: state = "finishing"
+            case .handedOff?: state = "downloading"
+            case let s?: state = s.rawValue
+            }
+            out.append(MediaTransfer(version: job.version, name: job.item.name, state: state, bytesReceived: record?.bytesReceived ?? job.announcedSize ?? 0,
+                                     totalBytes: record?.totalBytes ?? job.announcedSize, isTranscoded: job.options.transcoding != nil,
+                                     errorCode: record?.lastErrorCode, errorMessage: record?.lastErrorMessage))
+        }
+        return out
+    }
+
+    /// At launch: goes on with every version an earlier run left unfinished (interrupted
+    /// downloads resume from their bytes; whole files are finished without fetching
+    /// anything). Paused and failed ones only when asked. Versions another process runs are
+    /// left to it. Returns the versions under way.
+    @discardableResult
+    public func resumeAll(includePaused: Bool = false, includeFailed: Bool = false) async throws -> [MediaVersion] {
+        var resumed: [MediaVersion] = []
+        for job in jobs.all() where finishers[job.taskId] == nil {
+            if let record = try await downloader.record(id: job.taskId) {
+                if record.state == .paused, !includePaused { continue }
+                if record.state == .failed, !includeFailed { continue }
+            }
+            hub.reopen(job.version)
+            do {
+                if try await bringBack(job) { resumed.append(job.version) }
+            } catch let error as CourierError where error.code == .leased {
+                logger.info("\(job.version) runs in another process; left to it")
+            }
+        }
+        return resumed
+    }
+
+    // MARK: Internals
+
+    /// Gets a job going again; false when there was nothing left to do (it was in the
+    /// library already: a kill landed after the record was forgotten).
+    @discardableResult
+    func bringBack(_ job: MediaJob) async throws -> Bool {
+        if let record = try await downloader.record(id: job.taskId) {
+            if record.state != .completed { try await downloader.resume(id: job.taskId) }
+            else if !mediaFileArrived(job, record) { try await downloader.enqueue(try request(for: job)) }
+        } else if let report = completedReport(job.version) {
+            hub.publish(job.version, .completed(report))
+            jobs.remove(job.taskId)
+            return false
+        } else {
+            try await downloader.enqueue(try request(for: job))
+        }
+        launch(job)
+        return true
+    }
+
+    /// Whether a completed record's file is still there, under its planned name or the one
+    /// its MIME type gave it.
+    nonisolated func mediaFileArrived(_ job: MediaJob, _ record: DownloadRecord) -> Bool {
+        let named = (try? finalPath(job, record)) ?? job.plannedPath   // an invalid extension is refused when finishing
+        return [job.plannedPath, named].contains { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) }
+    }
+
+    /// Starts the task that waits for the media and finishes the version, unless one runs.
+    func launch(_ job: MediaJob) {
+        guard finishers[job.taskId] == nil else { return }
+        finishers[job.taskId] = Task {
+            await self.run(job)
+            self.finishers[job.taskId] = nil
+        }
+    }
+
+    /// Makes sure a version whose media completed is being finished (a subscriber saw the
+    /// completion of a job no task of this process follows).
+    func ensureRunning(_ taskId: String) {
+        if finishers[taskId] == nil, let job = jobs.load(taskId) { launch(job) }
+    }
+
+    /// The engine request of a job: the static file, or the server's transcoding.
+    func request(for job: MediaJob) throws -> DownloadRequest {
+        let url = try job.options.transcoding.map { try server.transcodeURL(item: job.item, mediaSourceId: job.mediaSourceId, options: $0) }
+            ?? server.downloadURL(item: job.item, mediaSourceId: job.mediaSourceId, container: job.container, isStatic: true)
+        return DownloadRequest(id: job.taskId, url: url, destination: job.plannedPath, mediaId: "\(job.item.id)-\(job.version.versionId)", mediaType: job.item.type.rawValue)
+    }
+
+    /// What downloading a version means: the item, its source, version id, file, subtitles,
+    /// and enough free space (seed 003: 100 MiB beyond what is still to come).
+    func plan(itemId: String, versionId: String?, options: MediaDownloadOptions) async throws -> MediaJob {
+        let item = try await server.item(id: try MediaLayout.component(itemId))
+        try ensureFolder()
+        guard item.id == itemId else { throw CourierError(.protocolViolation, "the server answered item \(item.id) for \(itemId)") }
+        guard item.type == .movie || item.type == .episode else { throw CourierError(.invalidArgument, "only movies and episodes download (\(itemId) is a \(item.type.rawValue))") }
+        let source = versionId.flatMap { v in item.mediaSources?.first { $0.id == v } } ?? (versionId == nil ? item.mediaSources?.first : nil)
+        if let versionId, source == nil, versionId != item.id {
+            throw CourierError(.notFound, "item \(itemId) has no version \(versionId)")
+        }
+        let sourceVersion = try MediaLayout.component(source?.id ?? item.id, "version id")
+        let version = try MediaLayout.component(options.transcoding.map { "\(sourceVersion)-\($0.versionSuffix)" } ?? sourceVersion, "version id")
+        let container = try MediaLayout.component((options.transcoding?.container ?? source?.container ?? "mp4").lowercased(), "container")
+        let key = MediaVersion(itemId: item.id, versionId: version)
+        let taskId = MediaJob.taskId(key)
+        let plannedPath = try MediaLayout.mediaFile(item, versionId: version, container: container)
+        let announced = options.transcoding == nil ? source?.size : nil
+
+        let held = PartialFile.length(at: root.appendingPathComponent(plannedPath + ".partial"))
+        let needed = minimumFreeSpace + max(0, (announced ?? 0) - held)
+        if let available = DiskSpace.available(at: root), available < needed {
+            throw CourierError(.noSpace, "\(needed) bytes of free space are needed, \(available) are available")
+        }
+        return MediaJob(taskId: taskId, version: key, mediaSourceId: source?.id, item: item, container: container, plannedPath: plannedPath,
+                        options: options, announcedSize: announced, subtitles: try Self.subtitles(options.subtitles, of: source, version: key),
+                        createdAt: jobs.load(taskId)?.createdAt ?? Date(), uuid: jobs.load(taskId)?.uuid ?? UUID().uuidString)
+    }
+
+    /// The subtitle streams a choice names, checked against the source: an index it does
+    /// not have is ``CourierError/Code/notFound``; an image subtitle (PGS, VobSub) asked for
+    /// by index is ``CourierError/Code/invalidArgument`` (`.all` skips those).
+    static func subtitles(_ choice: SubtitleChoice, of source: MediaItem.MediaSource?, version: MediaVersion) throws -> [MediaItem.MediaStream] {
+        let streams = source?.subtitleStreams ?? []
+        switch choice {
+        case .none: return []
+        case .all: return streams.filter { MediaFileTypes.subtitleFormat(codec: $0.codec) != nil }
+        case let .indexes(list):
+            return try list.map { index in
+                guard let stream = streams.first(where: { $0.index == index }) else { throw CourierError(.notFound, "\(version) has no subtitle stream \(index)") }
+                guard MediaFileTypes.subtitleFormat(codec: stream.codec) != nil else {
+                    throw CourierError(.invalidArgument, "subtitle stream \(index) of \(version) is \(stream.codec ?? "of no known codec"): an image format, not a text file")
+                }
+                return stream
+            }
+        }
+    }
+}

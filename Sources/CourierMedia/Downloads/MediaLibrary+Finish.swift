@@ -1,0 +1,168 @@
+import Courier
+import Foundation
+
+/// A media file that arrived but is no media (validation failed): nothing of it stays.
+struct MediaRejected: Error { let error: CourierError }
+
+/// Finishing a version once its media file is whole: validation, the name its MIME type
+/// calls for, subtitles, metadata, images. Every step can run again after a kill: the next
+/// run finds what the last one did and fetches no media bytes.
+extension MediaLibrary {
+    /// Waits for the job's media, finishes it, and says how it ended. The engine's own ends
+    /// (paused, failed, cancelled) reach subscribers from the engine's events.
+    func run(_ job: MediaJob) async {
+        let record: DownloadRecord
+        do { record = try await awaitMedia(job) } catch { return }   // an engine end, already told by its own events
+        hub.publish(job.version, .finishing)
+        do {
+            let report = try await finish(job, record: record)
+            // Forgotten only now: killed before, the next run finds the record completed,
+            // its file whole, and finishes again without fetching it. The end is told once
+            // all is tidy.
+            hub.settle(job.version)
+            try? await downloader.cancel(id: job.taskId)   // a record left behind is forgotten by the next finish
+            jobs.remove(job.taskId)
+            hub.publish(job.version, .completed(report))
+        } catch let rejected as MediaRejected {
+            hub.settle(job.version)
+            try? await downloader.cancel(id: job.taskId)   // the file is gone already; a record left behind downloads afresh next time
+            jobs.remove(job.taskId)
+            hub.publish(job.version, .failed(rejected.error))
+        } catch {
+            // Metadata could not be written (a full disk…): the record and job stay, and
+            // the next start, resume or launch finishes it.
+            hub.publish(job.version, .failed(error as? CourierError ?? CourierError(.writeFailed, "finishing \(job.version) failed", underlying: error)))
+        }
+    }
+
+    /// The completed record of the job's media; a size other than the one announced fails
+    /// as soon as the server says it (not after the whole file arrived).
+    func awaitMedia(_ job: MediaJob) async throws -> DownloadRecord {
+        for await event in downloader.events(for: job.taskId) {
+            if case let .progress(p) = event, let announced = job.announcedSize, announced > 0, let total = p.totalBytes, total != announced {
+                let error = CourierError(.sizeMismatch, "the media source announced \(announced) bytes; the server is sending \(total)")
+                hub.settle(job.version)
+                try? await downloader.cancel(id: job.taskId)   // its partial goes with it; failing is what matters
+                jobs.remove(job.taskId)
+                MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+                hub.publish(job.version, .failed(error))
+                throw error
+            }
+            if let end = event.end { return try end.completedRecord(id: job.taskId) }
+        }
+        throw CourierError(.cancelled, "the library shut down before \(job.version) arrived")
+    }
+
+    /// The media file's place in the library: `<itemId>-<versionId>.<ext>`, the extension
+    /// from the reply's MIME type, else the container.
+    nonisolated func finalPath(_ job: MediaJob, _ record: DownloadRecord) throws -> String {
+        let ext = try MediaLayout.component(MediaFileTypes.mediaExtension(contentType: record.contentType, container: job.container), "extension")
+        return try MediaLayout.mediaFile(job.item, versionId: job.version.versionId, container: ext)
+    }
+
+    func finish(_ job: MediaJob, record: DownloadRecord) async throws -> MediaDownloadReport {
+        let finalPath = try finalPath(job, record)
+        let planned = root.appendingPathComponent(job.plannedPath), final = root.appendingPathComponent(finalPath)
+        let file: URL
+        if FileManager.default.fileExists(atPath: planned.path) { file = planned }
+        else if FileManager.default.fileExists(atPath: final.path) { file = final }
+        else { throw CourierError(.fileNotFound, "the media file of \(job.version) vanished before it was put in the library") }
+
+        // Validated before anything records it: a web page or a truncated file answered
+        // with 200 is removed, and the version fails with its own code.
+        if let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: PartialFile.length(at: file), announced: job.announcedSize,
+                                                 minimumSize: minimumMediaSize, contentType: record.contentType) {
+            try removeFile(file)
+            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+            throw MediaRejected(error: problem)
+        }
+        if file != final {
+            guard rename(file.path, final.path) == 0 else { throw FileErrors.error(errno, "name the media file by its type:", final, .write) }
+            try Durability.syncFolder(final.deletingLastPathComponent())
+        }
+        // An earlier copy of this version under another extension would be found first.
+        let stem = final.deletingPathExtension().lastPathComponent
+        for other in MediaDiscovery(root: root).files(in: final.deletingLastPathComponent(), depth: 0)
+        where other != final && other.deletingPathExtension().lastPathComponent == stem && MediaDiscovery.mediaExtensions.contains(other.pathExtension.lowercased()) {
+            try removeFile(other)
+        }
+        try await afterMediaInPlace?()
+
+        // Subtitles (optional): beside the media, before the metadata that lists them.
+        var subtitles: [SubtitleFile] = [], subtitlePaths: [String] = [], failedSubtitles: [Int] = []
+        for stream in job.subtitles {
+            do {
+                let (entry, path) = try await fetchSubtitle(stream, of: job)
+                subtitles.append(entry)
+                subtitlePaths.append(path)
+            } catch {
+                logger.warning("subtitle \(stream.index) of \(job.version) failed: \(error)")
+                failedSubtitles.append(stream.index)
+            }
+        }
+
+        // Metadata (essential), with the whole item as the server sent it.
+        let entry = VersionInfo(versionId: job.version.versionId, container: job.container, isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
+                                downloadDate: ISO8601DateFormatter().string(from: Date()), taskId: job.uuid, itemId: job.item.id,
+                                fileName: final.lastPathComponent, subtitles: subtitles.isEmpty ? nil : subtitles, transcoding: job.options.transcoding)
+        var seriesItem: MediaItem?
+        if job.item.type == .episode, let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
+        try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem)
+
+        // Images (optional).
+        var failed: [String] = []
+        for (context, kinds, imageItemId) in imageJobs(job.item) {
+            for (kind, source) in kinds {
+                let path = try MediaLayout.image(context, kind, ext: "jpeg")
+                do {
+                    try await fetchImage(itemId: imageItemId, kind: source, to: path)
+                } catch {
+                    logger.warning("image \(path) failed: \(error)")
+                    failed.append(path)
+                }
+            }
+        }
+        return MediaDownloadReport(mediaPath: finalPath, versionId: job.version.versionId, failedImages: failed, subtitlePaths: subtitlePaths, failedSubtitles: failedSubtitles)
+    }
+
+    /// Fetches one subtitle stream as a text file beside the media; a web page is refused.
+    private func fetchSubtitle(_ stream: MediaItem.MediaStream, of job: MediaJob) async throws -> (SubtitleFile, String) {
+        guard let format = MediaFileTypes.subtitleFormat(codec: stream.codec) else { throw CourierError(.invalidArgument, "subtitle stream \(stream.index) is not text") }
+        let path = try MediaLayout.subtitleFile(job.item, versionId: job.version.versionId, index: stream.index, language: stream.language, format: format)
+        let entry = SubtitleFile(index: stream.index, language: stream.language, format: format, fileName: URL(fileURLWithPath: path).lastPathComponent)
+        let url = root.appendingPathComponent(path)
+        if FileManager.default.fileExists(atPath: url.path) { return (entry, path) }
+        let source = try server.subtitleURL(item: job.item, mediaSourceId: job.mediaSourceId ?? job.item.id, index: stream.index, format: format)
+        try await downloader.fetch(DownloadRequest(id: SHA256Hex.shortID("subtitle:", of: path), url: source, destination: path))
+        if MediaValidation.isPage(head: try MediaValidation.head(of: url)) {
+            try removeFile(url)
+            throw CourierError(.notMedia, "the server answered a web page for subtitle \(stream.index)")
+        }
+        return (entry, path)
+    }
+
+    /// Each image to fetch: where it goes (context and kind) and which of the server's
+    /// images it is. An episode's backdrop is the episode's primary image (the seed's rule:
+    /// servers rarely have episode backdrops, so asking for one was usually a silent 404).
+    func imageJobs(_ item: MediaItem) -> [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] {
+        let both: [(MediaLayout.ImageKind, MediaLayout.ImageKind)] = [(.primary, .primary), (.backdrop, .backdrop)]
+        switch item.type {
+        case .movie:
+            return [(.movie(item), both, item.id)]
+        case .episode:
+            guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }   // an item with no valid folder has no images to fetch
+            var jobs: [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] = [(.series(id: seriesId, folder: folder), both, seriesId)]
+            if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [(.primary, .primary)], seasonId)) }
+            jobs.append((.episode(item), [(.primary, .primary), (.backdrop, .primary)], item.id))
+            return jobs
+        default:
+            return []
+        }
+    }
+
+    private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
+        if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
+        let id = SHA256Hex.shortID("image:", of: path)
+        try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
+    }
+}
