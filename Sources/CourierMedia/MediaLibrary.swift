@@ -97,11 +97,26 @@ public actor MediaLibrary {
         return hasEntry && MediaDiscovery(root: root).mediaFile(itemId: itemId, mediaSourceId: mediaSourceId) != nil
     }
 
-    /// Every item's metadata: movies and series (with their aggregated versions).
+    /// Every item's metadata: movies and series (with their aggregated versions), and
+    /// legacy items not migrated yet (`Metadata/Item.json` beside `Media.*`), read as the
+    /// item's own version.
     public nonisolated func catalog() throws -> [DownloadMetadata] {
         let store = MetadataStore(root: root)
+        let legacy = LegacyLayout(root: root)
         let folders = (try? FileManager.default.contentsOfDirectory(at: root.appendingPathComponent(MediaLayout.downloads), includingPropertiesForKeys: nil)) ?? []   // a folder that cannot be listed holds nothing to show
-        return folders.sorted { $0.lastPathComponent < $1.lastPathComponent }.compactMap { store.read($0.appendingPathComponent("metadata.json")) }
+        return folders.sorted { $0.lastPathComponent < $1.lastPathComponent }.compactMap { folder in
+            let file = folder.appendingPathComponent("metadata.json")
+            if let meta = store.read(file) { return meta }
+            if FileManager.default.fileExists(atPath: file.path) {
+                // Unreadable: what is on disk still shows (the next download rewrites it).
+                let seasons = ((try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []).filter { $0.lastPathComponent.hasPrefix("Season-") }   // nothing listable: no seasons
+                let versions = store.recoveredVersions(in: folder, itemId: folder.lastPathComponent)
+                    + seasons.sorted { $0.lastPathComponent < $1.lastPathComponent }.flatMap { store.read($0.appendingPathComponent("metadata.json"))?.versions ?? [] }
+                return DownloadMetadata(itemId: folder.lastPathComponent, itemType: seasons.isEmpty ? nil : "Series", displayTitle: folder.lastPathComponent, item: nil, versions: versions)
+            }
+            guard let item = legacy.item(in: folder), item.id == folder.lastPathComponent, legacy.legacyMedia(in: folder) != nil else { return nil }
+            return DownloadMetadata(itemId: item.id, itemType: item.type.rawValue, displayTitle: item.name ?? item.id, item: item, versions: store.versions(forItem: item.id))
+        }
     }
 
     /// Bytes under an item's folder (a movie or a series), or the whole library.

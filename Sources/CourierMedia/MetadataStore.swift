@@ -13,6 +13,34 @@ struct MetadataStore {
         return try? JSONDecoder().decode(DownloadMetadata.self, from: data)   // unreadable metadata reads as none; the next download rewrites it
     }
 
+    /// The metadata at `file` for a write that adds to it. A file that exists but cannot
+    /// be read is moved aside (`metadata.json.corrupt`, for whoever wants to look) and its
+    /// versions are rebuilt from the media files beside it, so one bad write never drops
+    /// the other versions' entries.
+    func readForUpdate(_ file: URL, itemId: String?) -> (metadata: DownloadMetadata?, recovered: [VersionInfo]) {
+        guard FileManager.default.fileExists(atPath: file.path) else { return (nil, []) }
+        if let meta = read(file) { return (meta, []) }
+        _ = rename(file.path, file.path + ".corrupt")   // kept for inspection when it can be; the rebuild does not depend on it
+        return (nil, recoveredVersions(in: file.deletingLastPathComponent(), itemId: itemId))
+    }
+
+    /// Version entries for the media files in `folder`: `<itemId>-<versionId>.<ext>` (the
+    /// item id given, or up to the first `-` in a season folder, as Jellyfin ids have none).
+    func recoveredVersions(in folder: URL, itemId: String?) -> [VersionInfo] {
+        let files = MediaDiscovery(root: root).files(in: folder, depth: 0).filter { MediaDiscovery.mediaExtensions.contains($0.pathExtension.lowercased()) }
+        return files.compactMap { file in
+            let stem = file.deletingPathExtension().lastPathComponent
+            let owner: String
+            if let itemId { guard stem.hasPrefix(itemId + "-") else { return nil }; owner = itemId }
+            else { guard let dash = stem.firstIndex(of: "-") else { return nil }; owner = String(stem[..<dash]) }
+            let version = String(stem.dropFirst(owner.count + 1))
+            guard !version.isEmpty else { return nil }
+            let date = ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.modificationDate] as? Date) ?? Date()   // no date: now
+            return VersionInfo(versionId: version, container: file.pathExtension, isStatic: !version.contains("-t-"), mediaSourceId: version == owner ? nil : version,
+                               downloadDate: ISO8601DateFormatter().string(from: date), taskId: "recovered", itemId: owner, fileName: file.lastPathComponent)
+        }
+    }
+
     func write(_ metadata: DownloadMetadata, to file: URL) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -39,7 +67,8 @@ struct MetadataStore {
         switch item.type {
         case .movie:
             let file = itemFolder.appendingPathComponent("metadata.json")
-            var meta = read(file) ?? DownloadMetadata(itemId: item.id, itemType: item.type.rawValue, displayTitle: item.name ?? item.id, item: item, versions: [])
+            let (existing, recovered) = readForUpdate(file, itemId: item.id)
+            var meta = existing ?? DownloadMetadata(itemId: item.id, itemType: item.type.rawValue, displayTitle: item.name ?? item.id, item: item, versions: recovered)
             meta.item = item
             meta.versions = merged(meta.versions)
             try write(meta, to: file)
@@ -47,8 +76,9 @@ struct MetadataStore {
             let seasonFolder = root.appendingPathComponent(try MediaLayout.seasonFolder(item))
             let file = seasonFolder.appendingPathComponent("metadata.json")
             let seasonId = item.seasonId ?? "\(item.seriesId ?? "")-\(item.parentIndexNumber ?? 0)"
-            var meta = read(file) ?? DownloadMetadata(itemId: seasonId, itemType: "Season",
-                                                      displayTitle: "Season \(item.parentIndexNumber ?? 0)", item: nil, versions: [], episodes: [:])
+            let (existing, recovered) = readForUpdate(file, itemId: nil)
+            var meta = existing ?? DownloadMetadata(itemId: seasonId, itemType: "Season",
+                                                    displayTitle: "Season \(item.parentIndexNumber ?? 0)", item: nil, versions: recovered, episodes: [:])
             meta.versions = merged(meta.versions)
             meta.episodes = (meta.episodes ?? [:]).merging([item.id: item]) { $1 }
             try write(meta, to: file)

@@ -133,7 +133,13 @@ extension MediaLibrary {
         let url = root.appendingPathComponent(path)
         if FileManager.default.fileExists(atPath: url.path) { return (entry, path) }
         let source = try server.subtitleURL(item: job.item, mediaSourceId: job.mediaSourceId ?? job.item.id, index: stream.index, format: format)
-        try await downloader.fetch(DownloadRequest(id: SHA256Hex.shortID("subtitle:", of: path), url: source, destination: path))
+        let id = SHA256Hex.shortID("subtitle:", of: path)
+        do {
+            try await downloader.fetch(DownloadRequest(id: id, url: source, destination: path))
+        } catch {
+            try? await downloader.cancel(id: id)   // a subtitle is small and fetched again next time: no failed record stays behind
+            throw error
+        }
         if MediaValidation.isPage(head: try MediaValidation.head(of: url)) {
             try removeFile(url)
             throw CourierError(.notMedia, "the server answered a web page for subtitle \(stream.index)")
@@ -163,6 +169,11 @@ extension MediaLibrary {
     private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
         if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
         let id = SHA256Hex.shortID("image:", of: path)
-        try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
+        do {
+            try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
+        } catch {
+            try? await downloader.cancel(id: id)   // an image is small and fetched again next time: no failed record stays behind
+            throw error
+        }
     }
 }

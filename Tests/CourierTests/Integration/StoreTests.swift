@@ -134,6 +134,35 @@ import Testing
         }
     }
 
+    /// v7: a database at v6 keeps its records (no type known for them) and gains the
+    /// reply's Content-Type, which a download then records, over one connection and over
+    /// several (the segmented path), and which a resumed run keeps.
+    @Test func v7KeepsRecordsAndRecordsTheContentType() async throws {
+        try await withFixture { fx in
+            let queue = try DatabaseQueue(path: fx.dbPath)
+            try CourierDatabase.migrator.migrate(queue, upTo: "courier.v6.media-groups")
+            try await queue.write { db in
+                try db.execute(sql: """
+                    INSERT INTO courierDownload (id, remoteUrl, localFinalPath, partialPath, bytesReceived, state, createdAt, updatedAt, connections)
+                    VALUES ('old', 'http://h/a', 'a.bin', 'a.bin.partial', 5, 'paused', '2026-11-25 00:00:00.000', '2026-11-25 00:00:00.000', 1)
+                    """)
+            }
+            try queue.close()
+            let db = try fx.database()
+            let kept = try #require(try await db.record(id: "old"))
+            #expect(kept.state == .paused && kept.bytesReceived == 5 && kept.contentType == nil)
+
+            _ = try fx.serve("clip.mkv", size: 300_000)
+            _ = try fx.serve("page.html", size: 9_000_000)
+            let downloader = try fx.downloader { $0.minSegmentSize = 1 << 20 }
+            let one = try await downloader.fetch(DownloadRequest(id: "one", url: fx.url("clip.mkv"), destination: "clip.mkv"))
+            #expect(one.contentType == "video/x-matroska")
+            let many = try await downloader.fetch(DownloadRequest(id: "many", url: fx.url("page.html"), destination: "page.html", connections: 4))
+            #expect(many.contentType == "text/html; charset=utf-8")
+            await downloader.shutdown()
+        }
+    }
+
     /// v5: a hand-off row lives and dies with its record (a cancel deletes both), and the
     /// record and its row change in one transaction.
     @Test func aHandOffRowGoesWithItsRecord() async throws {
