@@ -135,4 +135,93 @@ import Glibc
         #expect(try Data(contentsOf: target) == data)
         #expect(try await CLITests.run(["open", "nothing", "--db", w.db]).status == 6)
     }
+
+    /// The download screen from the command line: a download started in one process is
+    /// listed by `status --json`, paused from another process (the first stops with 130),
+    /// resumed with `Range: bytes=<kept>-`, and a second one is cancelled, leaving nothing.
+    @Test func statusPauseResumeCancelAcrossProcesses() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try jellyfin(w, mediaSize: 8 << 20)
+        var slow = Fault(); slow.bytesPerSecond = 2 << 20
+        w.origin.setFault(slow, for: "/Items/v1/Download")
+        let root = w.base.appendingPathComponent("lib")
+        let (p, out, err) = try CLITests.launch(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1"])
+        let partial = root.appendingPathComponent("Downloads/film1/film1-v1.mkv.partial")
+        let deadline = ContinuousClock.now + .seconds(30)
+        while PartialFileSize.of(partial) < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let status = try await CLITests.run(["media", "status", "--root", root.path, "--json"])
+        #expect(status.status == 0 && status.stdout.contains("\"state\" : \"downloading\"") && status.stdout.contains("\"versionId\" : \"v1\""), "\(status.stdout)")
+        let pause = try await CLITests.run(["media", "pause", "--root", root.path, "film1"])
+        #expect(pause.status == 0 && pause.stdout == "Paused film1/v1.\n", "\(pause.stderr)")
+        let first = await CLITests.finish(p, out, err)
+        #expect(first.status == 130, "\(first.stderr)")
+        #expect(try await CLITests.run(["media", "status", "--root", root.path]).stdout.contains("film1  v1  paused"))
+        let kept = PartialFileSize.of(partial)
+        #expect(kept > 0 && kept < data.count)
+
+        w.origin.setFault(nil, for: "/Items/v1/Download")
+        w.origin.clearRequests()
+        let resume = try await CLITests.run(["media", "resume", "--root", root.path, "--server", w.origin.url("/"), "film1", "--quiet"])
+        #expect(resume.status == 0 && resume.stdout.hasSuffix("Downloads/film1/film1-v1.mkv\n"), "\(resume.stderr)")
+        #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1.mkv")) == data)
+        let resumed = try #require(w.origin.requests.first { $0.path == "/Items/v1/Download" })
+        #expect(resumed.status == 206 && resumed.range == "bytes=\(kept)-")
+        #expect(try await CLITests.run(["media", "status", "--root", root.path]).stdout == "Nothing in flight.\n")
+
+        // Cancel: a second item, paused by cancel from another process; nothing stays.
+        try Data(#"{"Id":"film2","Type":"Movie","Name":"Other","MediaSources":[{"Id":"v2","Container":"mp4"}]}"#.utf8)
+            .write(to: w.served.appendingPathComponent("jellyfin/items/film2.json"))
+        _ = try w.serve("jellyfin/media/v2", size: 8 << 20)
+        w.origin.setFault(slow, for: "/Items/v2/Download")
+        let (p2, out2, err2) = try CLITests.launch(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film2"])
+        let partial2 = root.appendingPathComponent("Downloads/film2/film2-v2.mp4.partial")
+        while PartialFileSize.of(partial2) < 1 << 20, ContinuousClock.now < deadline + .seconds(30) { try await Task.sleep(for: .milliseconds(20)) }
+        let cancel = try await CLITests.run(["media", "cancel", "--root", root.path, "film2", "--version-id", "v2"])
+        #expect(cancel.status == 0 && cancel.stdout == "Cancelled film2/v2.\n", "\(cancel.stderr)")
+        let second = await CLITests.finish(p2, out2, err2)
+        #expect(second.status == 130, "\(second.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("Downloads/film2").path))
+        #expect(try await CLITests.run(["media", "cancel", "--root", root.path, "film2"]).status == 6)   // nothing left to cancel: E_NOT_FOUND
+    }
+
+    /// Subtitles through the CLI: `--subtitles all` fetches the text streams beside the
+    /// media and lists them in metadata.json.
+    @Test func subtitlesThroughTheCLI() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try jellyfin(w, mediaSize: 64 << 10)
+        try Data(#"{"Id":"film1","Type":"Movie","Name":"Film","MediaSources":[{"Id":"v1","Container":"mkv","MediaStreams":[{"Index":3,"Type":"Subtitle","Codec":"srt","Language":"spa"}]}]}"#.utf8)
+            .write(to: w.served.appendingPathComponent("jellyfin/items/film1.json"))
+        try FileManager.default.createDirectory(at: w.served.appendingPathComponent("jellyfin/subtitles"), withIntermediateDirectories: true)
+        let srt = Data("1\n00:00:01,000 --> 00:00:02,000\nHola.\n".utf8)
+        try srt.write(to: w.served.appendingPathComponent("jellyfin/subtitles/v1-3.srt"))
+        let root = w.base.appendingPathComponent("lib")
+        let bad = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1", "--subtitles", "x"])
+        #expect(bad.status == 64)
+        let r = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1", "--subtitles", "all"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1.3.spa.srt")) == srt)
+        let meta = try String(contentsOf: root.appendingPathComponent("Downloads/film1/metadata.json"), encoding: .utf8)
+        #expect(meta.contains("\"fileName\" : \"film1-v1.3.spa.srt\""))
+    }
+
+    /// A transcoded download through the CLI: the seed's Static=false URL with the codecs
+    /// and bitrate asked for; the file sits under its own version id.
+    @Test func aTranscodedDownloadThroughTheCLI() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try jellyfin(w, mediaSize: 64 << 10)
+        try FileManager.default.createDirectory(at: w.served.appendingPathComponent("jellyfin/transcoded"), withIntermediateDirectories: true)
+        let small = try w.serve("jellyfin/transcoded/v1.mp4", size: 40_000)
+        let root = w.base.appendingPathComponent("lib")
+        let r = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1", "--transcode", "--video-codec", "hevc", "--max-bitrate", "1500000"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.hasSuffix("Downloads/film1/film1-v1-t-hevc-aac-1500k.mp4\n"))
+        #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1-t-hevc-aac-1500k.mp4")) == small)
+        let query = try #require(w.origin.requests.first { $0.path == "/Items/v1/Download" }?.query)
+        for part in ["Static=false", "Container=mp4", "VideoCodec=hevc", "MaxStreamingBitrate=1500000"] { #expect(query.contains(part), "\(query)") }
+        let list = try await CLITests.run(["media", "list", "--root", root.path, "--json"])
+        #expect(list.stdout.contains("\"isStatic\" : false") && list.stdout.contains("\"videoCodec\" : \"hevc\""))
+    }
 }

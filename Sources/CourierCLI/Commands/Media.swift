@@ -39,6 +39,63 @@ struct MediaOptions: ParsableArguments {
     }
 }
 
+/// `--transcode` and its settings.
+struct TranscodeFlags: ParsableArguments {
+    @Flag(name: .long, help: "Ask the server to transcode (Static=false) instead of sending the file as stored.") var transcode = false
+    @Option(name: .long, help: "With --transcode: the container.") var container: String = "mp4"
+    @Option(name: .customLong("video-codec"), help: "With --transcode: the video codec.") var videoCodec: String = "h264"
+    @Option(name: .customLong("audio-codec"), help: "With --transcode: the audio codec.") var audioCodec: String = "aac"
+    @Option(name: .customLong("max-bitrate"), help: "With --transcode: the maximum bitrate, bits per second.") var maxBitrate: Int = 4_000_000
+
+    var options: TranscodeOptions? {
+        transcode ? TranscodeOptions(container: container, videoCodec: videoCodec, audioCodec: audioCodec, maxBitrate: maxBitrate) : nil
+    }
+}
+
+/// What the media commands share.
+enum MediaCommands {
+    /// `all`, or comma-separated indexes.
+    static func subtitleChoice(_ text: String?) throws -> SubtitleChoice {
+        guard let text else { return .none }
+        if text == "all" { return .all }
+        let indexes = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !indexes.isEmpty, indexes.allSatisfy({ $0 != nil && $0! >= 0 }) else { throw ValidationError("--subtitles takes all, or stream indexes such as 2,4.") }
+        return .indexes(indexes.map { $0! })
+    }
+
+    /// The version in flight that the arguments name: the one given, or the item's only one.
+    static func inFlight(_ library: MediaLibrary, itemId: String, versionId: String?) async throws -> MediaVersion {
+        if let versionId { return MediaVersion(itemId: itemId, versionId: versionId) }
+        let mine = try await library.inFlight().filter { $0.version.itemId == itemId }.map(\.version)
+        guard let only = mine.first else { throw CourierError(.notFound, "nothing of item \(itemId) is downloading") }
+        guard mine.count == 1 else {
+            throw CourierError(.invalidArgument, "item \(itemId) has \(mine.count) versions in flight (\(mine.map(\.versionId).joined(separator: ", "))); name one with --version-id")
+        }
+        return only
+    }
+
+    /// Follows a version to its end with a progress line on stderr; its report, or its end
+    /// as an error (paused, cancelled, failed).
+    static func follow(_ library: MediaLibrary, _ version: MediaVersion, quiet: Bool) async throws -> MediaDownloadReport {
+        var renderer = ProgressRenderer(label: "\(version.itemId) \(version.versionId)")
+        defer { renderer.finish() }
+        Interrupts.shared.onInterrupt { Task { try? await library.pause(version) } }   // Ctrl-C pauses, keeping the bytes; the stream then ends with `paused`
+        for await event in library.events(for: version) {
+            switch event {
+            case let .progress(p): if !quiet { renderer.show(p) }
+            case let .retrying(attempt, limit, error, delay): if !quiet { renderer.note("courier: \(version): attempt \(attempt) of \(limit) failed (\(error.code.rawValue)); again in \(delay)") }
+            case .finishing: if !quiet { renderer.note("courier: \(version): media whole; writing metadata and images") }
+            case .queued: continue
+            case let .completed(report): return report
+            case let .failed(error): throw error
+            case let .paused(error): throw error.map { CourierError(.paused, "\(version) paused: \($0.description)") } ?? CourierError(.paused, "\(version) was paused")
+            case .cancelled: throw CourierError(.cancelled, "\(version) was cancelled")
+            }
+        }
+        throw CourierError(.cancelled, "\(version) was interrupted")
+    }
+}
+
 /// For the commands that need no server.
 struct OfflineServer: MediaServer {
     func item(id: String) async throws -> MediaItem { throw CourierError(.invalidArgument, "this command needs --server") }
@@ -50,21 +107,119 @@ struct OfflineServer: MediaServer {
 struct Media: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The offline media library: movies and series under Downloads/, versioned, with metadata.json and images.",
-        subcommands: [Download.self, ListMedia.self, Size.self, Remove.self, Migrate.self])
+        subcommands: [Download.self, Status.self, PauseMedia.self, ResumeMedia.self, CancelMedia.self, ListMedia.self, Size.self, Remove.self, Migrate.self])
 
     struct Download: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Download an item (movie or episode) from a Jellyfin server; the token comes from JELLYFIN_TOKEN. Run it again after an interruption and it resumes.")
         @OptionGroup var options: MediaOptions
         @Option(name: .long, help: "The Jellyfin server's URL.") var server: String
         @Option(name: .customLong("version-id"), help: "The version (media source id); default: the first.") var versionId: String?
+        @Option(name: .long, help: "Subtitle streams to download beside the media: all, or indexes such as 2,4.") var subtitles: String?
+        @OptionGroup var transcode: TranscodeFlags
+        @Flag(name: .shortAndLong, help: "No progress output.") var quiet = false
         @OptionGroup var stack: TransportOptions
         @Argument(help: "The item id.") var itemId: String
+
+        func validate() throws { _ = try MediaCommands.subtitleChoice(subtitles) }
+
         func run() async throws {
             Interrupts.shared.install()
+            let choice = try MediaCommands.subtitleChoice(subtitles)
             try await options.run(server: server, transport: stack.transport()) { library in
-                let report = try await library.download(itemId: itemId, versionId: versionId)
+                let version = try await library.start(itemId: itemId, versionId: versionId, options: MediaDownloadOptions(transcoding: transcode.options, subtitles: choice))
+                let report = try await MediaCommands.follow(library, version, quiet: quiet)
                 Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
+                for path in report.subtitlePaths { Terminal.error("courier: subtitle \(path)") }
                 for image in report.failedImages { Terminal.error("courier: image not fetched (the item is complete): \(image)") }
+                for index in report.failedSubtitles { Terminal.error("courier: subtitle \(index) not fetched (the item is complete)") }
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Versions not yet in the library: queued, downloading, paused, failed or finishing, with their bytes.")
+        @OptionGroup var options: MediaOptions
+        @Flag(name: .long, help: "Print JSON.") var json = false
+        func run() async throws {
+            try await options.run(readOnly: true, json: json) { library in
+                let transfers = try await library.inFlight()
+                if json { return try printJSON(transfers) }
+                if transfers.isEmpty { return Terminal.out("Nothing in flight.") }
+                for t in transfers {
+                    let size = t.totalBytes.map { "\(t.bytesReceived)/\($0) bytes" } ?? "\(t.bytesReceived) bytes"
+                    let percent = t.fractionCompleted.map { String(format: " %.0f%%", $0 * 100) } ?? ""
+                    let error = t.errorCode.map { "  \($0): \(t.errorMessage ?? "")" } ?? ""
+                    Terminal.out("\(t.version.itemId)  \(t.version.versionId)  \(t.state)\(percent)  \(size)\(t.isTranscoded ? "  transcoded" : "")  \(t.name ?? "")\(error)")
+                }
+            }
+        }
+    }
+
+    struct PauseMedia: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause a version's download, keeping its bytes; a `courier media download` running it stops within a second.")
+        @OptionGroup var options: MediaOptions
+        @Argument(help: "The item id.") var itemId: String
+        @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
+        func run() async throws {
+            try await options.run(readOnly: true) { library in
+                let version = try await MediaCommands.inFlight(library, itemId: itemId, versionId: versionId)
+                try await library.pause(version)
+                Terminal.out("Paused \(version).")
+            }
+        }
+    }
+
+    struct ResumeMedia: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused, failed or interrupted version (or all of them) in the foreground, from the bytes kept.")
+        @OptionGroup var options: MediaOptions
+        @Option(name: .long, help: "The Jellyfin server's URL (images, subtitles and the token's header come from it).") var server: String
+        @Argument(help: "The item id.") var itemId: String?
+        @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
+        @Flag(name: .long, help: "Resume every version in flight.") var all = false
+        @Flag(name: .shortAndLong, help: "No progress output.") var quiet = false
+        @OptionGroup var stack: TransportOptions
+
+        func validate() throws {
+            if (itemId == nil) == !all { throw ValidationError("Name one item id, or pass --all.") }
+        }
+
+        func run() async throws {
+            Interrupts.shared.install()
+            try await options.run(server: server, readOnly: true, transport: stack.transport()) { library in
+                if all {
+                    let versions = try await library.resumeAll(includePaused: true, includeFailed: true)
+                    if versions.isEmpty { return Terminal.out("Nothing to resume.") }
+                    var failure: CourierError?
+                    for version in versions {
+                        do {
+                            let report = try await MediaCommands.follow(library, version, quiet: quiet)
+                            Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
+                        } catch let error as CourierError {
+                            Terminal.error("courier: \(version): \(error)")
+                            failure = failure ?? error
+                        }
+                    }
+                    if let failure { throw failure }
+                    return
+                }
+                let version = try await MediaCommands.inFlight(library, itemId: itemId!, versionId: versionId)
+                try await library.resume(version)
+                let report = try await MediaCommands.follow(library, version, quiet: quiet)
+                Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
+            }
+        }
+    }
+
+    struct CancelMedia: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a version's download: its partial file goes (a copy already in the library stays).")
+        @OptionGroup var options: MediaOptions
+        @Argument(help: "The item id.") var itemId: String
+        @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
+        func run() async throws {
+            try await options.run(readOnly: true) { library in
+                let version = try await MediaCommands.inFlight(library, itemId: itemId, versionId: versionId)
+                try await library.cancel(version)
+                Terminal.out("Cancelled \(version).")
             }
         }
     }
