@@ -85,6 +85,7 @@ public actor MediaLibrary {
     public func shutdown() async {
         await downloader.shutdown()
         for task in finishers.values { await task.value }
+        hub.shutdown()
     }
 
     // MARK: Queries

@@ -18,7 +18,7 @@ public protocol MediaServer: Sendable {
     /// with `isStatic` false.
     func transcodeURL(item: MediaItem, mediaSourceId: String?, options: TranscodeOptions) throws -> String
     /// The URL of subtitle stream `index` of a version, as a file of `format` (`srt`, `vtt`).
-    /// The default: none (``CourierError/Code/invalidArgument``).
+    /// The default: none (`E_INVALID_ARGUMENT`).
     func subtitleURL(item: MediaItem, mediaSourceId: String, index: Int, format: String) throws -> String
     /// Releases what the server connection holds (its HTTP client), awaited; the default
     /// does nothing.

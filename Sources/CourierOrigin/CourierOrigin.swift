@@ -341,12 +341,4 @@ public final class CourierOrigin: Sendable {
         }
     }
 
-    struct ServedFile {
-        var url: URL
-        var size: Int64
-        var mtime: Double
-        /// A Jellyfin transcoding: served without ranges.
-        var transcoded = false
-    }
-
 }

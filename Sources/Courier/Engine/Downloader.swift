@@ -47,7 +47,8 @@ public actor Downloader {
     var wholePartials: Set<String> = []
     /// Hand-off steps waiting for the one under way, per download (`serialized`).
     var handOffSteps: [String: [CheckedContinuation<Void, Never>]] = [:]
-    var isShutDown = false
+    /// Whether ``shutdown()`` ran: nothing new starts.
+    public internal(set) var isShutDown = false
     /// Whether the scheduler pages through the database's queue (after
     /// ``resumePendingDownloads(includePaused:includeFailed:)``) instead of only what was adopted.
     var drainsQueue = false

@@ -56,6 +56,25 @@ final class MediaEventHub: Sendable {
         state.withLock { $0.settling.contains(version) }
     }
 
+    /// The end told when the library shut down before a version ended (it resumes at the
+    /// next launch).
+    static func shutDown(_ version: MediaVersion) -> CourierError {
+        CourierError(.cancelled, "the library shut down; \(version) resumes at the next launch")
+    }
+
+    /// Ends every subscriber's stream with ``shutDown(_:)`` (no tombstone: the versions
+    /// go on at the next launch).
+    func shutdown() {
+        let all: [(MediaVersion, AsyncStream<MediaDownloadEvent>.Continuation)] = state.withLock { s in
+            defer { s.subscribers = [:] }
+            return s.subscribers.flatMap { version, list in list.values.map { (version, $0) } }
+        }
+        for (version, c) in all {
+            c.yield(.paused(Self.shutDown(version)))
+            c.finish()
+        }
+    }
+
     /// Forgets the version's end: it is starting again.
     func reopen(_ version: MediaVersion) {
         state.withLock {

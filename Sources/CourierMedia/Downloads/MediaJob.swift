@@ -30,7 +30,8 @@ struct MediaJob: Codable, Sendable, Equatable {
     /// hashed when the ids are not safe identifiers.
     static func taskId(_ version: MediaVersion) -> String {
         let readable = "media:\(version.itemId):\(version.versionId)"
-        return (try? SafePath.validateIdentifier(readable)) ?? SHA256Hex.shortID("media:", of: readable)   // an unsafe id gets a hashed one
+        let ambiguous = version.itemId.contains(":") || version.versionId.contains(":")   // `a:b`+`c` and `a`+`b:c` must not share an id
+        return (ambiguous ? nil : try? SafePath.validateIdentifier(readable)) ?? SHA256Hex.shortID("media:", of: readable)   // an unsafe id gets a hashed one
     }
 }
 

@@ -17,7 +17,12 @@ extension MediaLibrary {
         try jobs.save(job)
         let record = try await downloader.record(id: job.taskId)
         if record?.state != .completed || (record.map { mediaFileArrived(job, $0) } == false) {
-            try await downloader.enqueue(try request(for: job))
+            do {
+                try await downloader.enqueue(try request(for: job))
+            } catch {
+                if record == nil { jobs.remove(job.taskId) }   // nothing started: no job may outlive it
+                throw error
+            }
         }
         launch(job)
         return job.version
@@ -32,7 +37,7 @@ extension MediaLibrary {
     }
 
     /// Waits for a version's download to end: its report, or its end as an error
-    /// (``CourierError/Code/paused``, ``CourierError/Code/cancelled``, or the failure).
+    /// (`E_PAUSED`, `E_CANCELLED`, or the failure).
     public nonisolated func completion(of version: MediaVersion) async throws -> MediaDownloadReport {
         for await event in events(for: version) {
             switch event {
@@ -49,7 +54,7 @@ extension MediaLibrary {
     /// The events of one version's download, ending with one final event. Subscribe after
     /// ``start(itemId:versionId:options:)`` (or ``resume(_:)``): a version with nothing in
     /// flight answers at once, ``MediaDownloadEvent/completed(_:)`` when it is in the
-    /// library, else ``MediaDownloadEvent/failed(_:)`` with ``CourierError/Code/notFound``.
+    /// library, else ``MediaDownloadEvent/failed(_:)`` with `E_NOT_FOUND`.
     public nonisolated func events(for version: MediaVersion) -> AsyncStream<MediaDownloadEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: MediaDownloadEvent.self)
         let key = UUID()
@@ -66,6 +71,7 @@ extension MediaLibrary {
                 continuation.finish()
                 return
             }
+            var handedOn = false   // the engine's completion: the library's finishing sends the end
             for await event in downloader.events(for: taskId) {
                 switch event {
                 case let .progress(p): continuation.yield(.progress(p))
@@ -73,17 +79,20 @@ extension MediaLibrary {
                 case let .retrying(_, attempt, limit, error, delay): continuation.yield(.retrying(attempt: attempt, limit: limit, error: error, delay: delay))
                 case let .ended(_, end):
                     switch end {
-                    case .completed: await ensureRunning(taskId)   // the library's finishing sends the end
+                    case .completed: handedOn = true; await ensureRunning(taskId)
                     case let .failed(error): continuation.yield(.failed(error)); continuation.finish()
                     case let .paused(error): continuation.yield(.paused(error)); continuation.finish()
                     case .cancelled:
                         if hub.isSettling(version) { return }   // the library forgot the record; its own end follows
                         continuation.yield(.cancelled); continuation.finish()
                     case let .leftToAnotherProcess(error): continuation.yield(.failed(error)); continuation.finish()
-                    case .shutDown: continuation.yield(.paused(CourierError(.cancelled, "the library shut down; \(version) resumes at the next launch"))); continuation.finish()
+                    case .shutDown: continuation.yield(.paused(MediaEventHub.shutDown(version))); continuation.finish()
                     }
                 }
             }
+            // The engine's stream ended with no end of its own (it shut down): say so, so no
+            // one waits for ever.
+            if !handedOn, !Task.isCancelled { continuation.yield(.paused(MediaEventHub.shutDown(version))); continuation.finish() }
         }
         continuation.onTermination = { [hub] _ in
             forward.cancel()
@@ -102,6 +111,7 @@ extension MediaLibrary {
     /// Resumes a paused, failed or interrupted version from the bytes it kept.
     public func resume(_ version: MediaVersion) async throws {
         guard let job = jobs.load(MediaJob.taskId(version)) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
+        if finishers[job.taskId] != nil { return }   // under way here already
         hub.reopen(version)
         try await bringBack(job)
     }
@@ -112,15 +122,21 @@ extension MediaLibrary {
         let taskId = MediaJob.taskId(version)
         guard let job = jobs.load(taskId) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
         hub.settle(version)
-        finishers[taskId]?.cancel()
-        try await downloader.cancel(id: taskId)
+        if let finisher = finishers[taskId] {
+            finisher.cancel()   // a finisher stops before its next step that would keep the version
+            await finisher.value
+        }
+        let record = try await downloader.record(id: taskId)
+        do { try await downloader.cancel(id: taskId) } catch let error as CourierError where error.code == .notFound {}   // no record: nothing to cancel in the engine
         jobs.remove(taskId)
-        hub.publish(version, .cancelled)
         if completedReport(version) == nil {
-            // Arrived but never put in the library (cancelled while finishing): it goes too.
-            try removeFile(root.appendingPathComponent(job.plannedPath))
+            // Arrived but never put in the library (cancelled while finishing, or after a
+            // kill there): it goes too, under either of its names.
+            let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
+            for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
             MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
         }
+        hub.publish(version, .cancelled)
     }
 
     /// Every version not yet in the library, oldest first: queued, downloading, paused,

@@ -16,6 +16,7 @@ extension MediaLibrary {
         hub.publish(job.version, .finishing)
         do {
             let report = try await finish(job, record: record)
+            try Task.checkCancellation()
             // Forgotten only now: killed before, the next run finds the record completed,
             // its file whole, and finishes again without fetching it. The end is told once
             // all is tidy.
@@ -28,6 +29,8 @@ extension MediaLibrary {
             try? await downloader.cancel(id: job.taskId)   // the file is gone already; a record left behind downloads afresh next time
             jobs.remove(job.taskId)
             hub.publish(job.version, .failed(rejected.error))
+        } catch is CancellationError {
+            return   // cancelled: `cancel` tidies up and tells the end
         } catch {
             // Metadata could not be written (a full disk…): the record and job stay, and
             // the next start, resume or launch finishes it.
@@ -76,6 +79,7 @@ extension MediaLibrary {
             MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
             throw MediaRejected(error: problem)
         }
+        try Task.checkCancellation()
         if file != final {
             guard rename(file.path, final.path) == 0 else { throw FileErrors.error(errno, "name the media file by its type:", final, .write) }
             try Durability.syncFolder(final.deletingLastPathComponent())
@@ -101,7 +105,11 @@ extension MediaLibrary {
             }
         }
 
-        // Metadata (essential), with the whole item as the server sent it.
+        // Metadata (essential), with the whole item as the server sent it; not once the
+        // version was cancelled, nor when the library shut down meanwhile (subtitles and
+        // images would be missing for good: the next launch finishes it again).
+        try Task.checkCancellation()
+        if await downloader.isShutDown { throw CourierError(.cancelled, "the library shut down while finishing \(job.version); the next launch finishes it") }
         let entry = VersionInfo(versionId: job.version.versionId, container: job.container, isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
                                 downloadDate: ISO8601DateFormatter().string(from: Date()), taskId: job.uuid, itemId: job.item.id,
                                 fileName: final.lastPathComponent, subtitles: subtitles.isEmpty ? nil : subtitles, transcoding: job.options.transcoding)
@@ -131,7 +139,7 @@ extension MediaLibrary {
         let path = try MediaLayout.subtitleFile(job.item, versionId: job.version.versionId, index: stream.index, language: stream.language, format: format)
         let entry = SubtitleFile(index: stream.index, language: stream.language, format: format, fileName: URL(fileURLWithPath: path).lastPathComponent)
         let url = root.appendingPathComponent(path)
-        if FileManager.default.fileExists(atPath: url.path) { return (entry, path) }
+        if FileManager.default.fileExists(atPath: url.path), !MediaValidation.isPage(head: try MediaValidation.head(of: url)) { return (entry, path) }
         let source = try server.subtitleURL(item: job.item, mediaSourceId: job.mediaSourceId ?? job.item.id, index: stream.index, format: format)
         let id = SHA256Hex.shortID("subtitle:", of: path)
         do {
