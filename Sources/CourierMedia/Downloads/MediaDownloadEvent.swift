@@ -28,7 +28,7 @@ public enum MediaDownloadEvent: Sendable, Equatable {
     /// Done: the media file, its metadata, and what optional parts could be fetched.
     case completed(MediaDownloadReport)
     /// Failed with a code; what the engine kept (the partial file) stays for a resume,
-    /// unless the file was no media (``CourierError/Code/notMedia``), which leaves nothing.
+    /// unless the file was no media (`E_NOT_MEDIA`), which leaves nothing.
     case failed(CourierError)
     /// Paused, keeping its bytes (by a call, another process, or a full disk: the reason).
     case paused(CourierError?)

@@ -259,8 +259,8 @@ extension MediaLibrary {
     }
 
     /// The subtitle streams a choice names, checked against the source: an index it does
-    /// not have is ``CourierError/Code/notFound``; an image subtitle (PGS, VobSub) asked for
-    /// by index is ``CourierError/Code/invalidArgument`` (`.all` skips those).
+    /// not have is `E_NOT_FOUND`; an image subtitle (PGS, VobSub) asked for
+    /// by index is `E_INVALID_ARGUMENT` (`.all` skips those).
     static func subtitles(_ choice: SubtitleChoice, of source: MediaItem.MediaSource?, version: MediaVersion) throws -> [MediaItem.MediaStream] {
         let streams = source?.subtitleStreams ?? []
         switch choice {
