@@ -6,7 +6,9 @@ struct MediaDiscovery {
     let root: URL
     var downloads: URL { root.appendingPathComponent(MediaLayout.downloads) }
 
-    static let mediaExtensions: Set<String> = ["mp4", "mkv", "m4v", "mov", "avi", "webm", "ts", "ogv", "mp3", "m4a", "flac", "aac", "ogg"]
+    /// Every extension a media file may have: each the MIME rule can give, and `ts` and
+    /// `mov` containers a source may name.
+    static let mediaExtensions: Set<String> = Set(MediaFileTypes.mediaTypes.values).union(["mp4", "mkv", "mov", "ts"])
 
     /// 1. version-specific (`*-<mediaSourceId>.*`), 2. item-based (`<itemId>-*`), 3. legacy
     /// `Media.*` in the item's own folder, 4. recursive search of season folders, 3 levels deep.

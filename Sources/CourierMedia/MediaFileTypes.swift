@@ -7,9 +7,7 @@ public enum MediaFileTypes {
     /// media format (absent, `application/octet-stream`, anything unknown). Parameters and
     /// case are ignored.
     public static func mediaExtension(contentType: String?) -> String? {
-        guard let contentType else { return nil }
-        let type = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        return mediaTypes[type]
+        essence(contentType).flatMap { mediaTypes[$0] }
     }
 
     static let mediaTypes: [String: String] = [
@@ -19,6 +17,11 @@ public enum MediaFileTypes {
         "audio/aac": "aac", "audio/ogg": "ogg", "audio/webm": "webm",
     ]
 
+    /// A MIME type without its parameters, lower-cased (`Video/MP4; codecs=…` → `video/mp4`).
+    static func essence(_ contentType: String?) -> String? {
+        contentType?.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+    }
+
     /// The extension a media file ends up with: the MIME type's, else the container's.
     public static func mediaExtension(contentType: String?, container: String) -> String {
         mediaExtension(contentType: contentType) ?? container.lowercased()
@@ -27,8 +30,7 @@ public enum MediaFileTypes {
     /// Whether a reply's MIME type says it is a page, not media: HTML, JSON, XML or plain
     /// text (what a server's error page answered with 200 carries).
     public static func isPage(contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let type = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard let type = essence(contentType) else { return false }
         return type == "text/html" || type == "application/xhtml+xml" || type == "application/json" || type.hasSuffix("+json")
             || type == "text/plain" || type == "application/problem+json" || type == "text/xml" || type == "application/xml"
     }

@@ -34,9 +34,8 @@ extension MediaLibrary {
         for series in Self.folders(in: downloads) {
             for season in Self.folders(in: series) where season.lastPathComponent.hasPrefix("Season-") {
                 if let hit = Self.image(in: season, stems: ["Episode-\(itemId)-\(kind.rawValue)", "Season-\(itemId)-\(kind.rawValue)"]) { return hit }
-                let isEpisodeHere = MetadataStore(root: root).read(season.appendingPathComponent("metadata.json"))?.episodes?[itemId] != nil
-                let isSeasonHere = MetadataStore(root: root).read(season.appendingPathComponent("metadata.json"))?.itemId == itemId
-                if isEpisodeHere || isSeasonHere {
+                let meta = MetadataStore(root: root).read(season.appendingPathComponent("metadata.json"))
+                if meta?.episodes?[itemId] != nil || meta?.itemId == itemId {
                     return Self.image(in: season, suffix: "-\(kind.rawValue)", prefix: "Season-")
                         ?? Self.image(in: series, suffix: "-\(kind.rawValue)", prefix: "Series-")
                 }

@@ -135,4 +135,10 @@ import Glibc
 
 enum PartialFileSize {
     static func of(_ url: URL) -> Int { ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? Int) ?? 0 }
+
+    /// Waits (up to 30 s) until the file at `url` holds at least `bytes`.
+    static func wait(_ url: URL, atLeast bytes: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while of(url) < bytes, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+    }
 }

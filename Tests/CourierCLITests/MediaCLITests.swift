@@ -30,8 +30,7 @@ import Glibc
         defer { unsetenv("JELLYFIN_TOKEN") }
         let (p, out, err) = try CLITests.launch(args)
         let partial = root.appendingPathComponent("Downloads/film1/film1-v1.mkv.partial")
-        let deadline = ContinuousClock.now + .seconds(30)
-        while PartialFileSize.of(partial) < 3 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await PartialFileSize.wait(partial, atLeast: 3 << 20)
         kill(p.processIdentifier, SIGKILL)
         _ = await CLITests.finish(p, out, err)
         let kept = PartialFileSize.of(partial)
@@ -79,8 +78,7 @@ import Glibc
         let base = ["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film2"]
         let (p, out, err) = try CLITests.launch(base + ["--version-id", "va"])
         let partial = root.appendingPathComponent("Downloads/film2/film2-va.mkv.partial")
-        let deadline = ContinuousClock.now + .seconds(30)
-        while PartialFileSize.of(partial) < 2 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await PartialFileSize.wait(partial, atLeast: 2 << 20)
         kill(p.processIdentifier, SIGKILL)
         _ = await CLITests.finish(p, out, err)
         let kept = PartialFileSize.of(partial)
@@ -148,8 +146,7 @@ import Glibc
         let root = w.base.appendingPathComponent("lib")
         let (p, out, err) = try CLITests.launch(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1"])
         let partial = root.appendingPathComponent("Downloads/film1/film1-v1.mkv.partial")
-        let deadline = ContinuousClock.now + .seconds(30)
-        while PartialFileSize.of(partial) < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await PartialFileSize.wait(partial, atLeast: 1 << 20)
         let status = try await CLITests.run(["media", "status", "--root", root.path, "--json"])
         #expect(status.status == 0 && status.stdout.contains("\"state\" : \"downloading\"") && status.stdout.contains("\"versionId\" : \"v1\""), "\(status.stdout)")
         let pause = try await CLITests.run(["media", "pause", "--root", root.path, "film1"])
@@ -176,7 +173,7 @@ import Glibc
         w.origin.setFault(slow, for: "/Items/v2/Download")
         let (p2, out2, err2) = try CLITests.launch(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film2"])
         let partial2 = root.appendingPathComponent("Downloads/film2/film2-v2.mp4.partial")
-        while PartialFileSize.of(partial2) < 1 << 20, ContinuousClock.now < deadline + .seconds(30) { try await Task.sleep(for: .milliseconds(20)) }
+        try await PartialFileSize.wait(partial2, atLeast: 1 << 20)
         let cancel = try await CLITests.run(["media", "cancel", "--root", root.path, "film2", "--version-id", "v2"])
         #expect(cancel.status == 0 && cancel.stdout == "Cancelled film2/v2.\n", "\(cancel.stderr)")
         let second = await CLITests.finish(p2, out2, err2)

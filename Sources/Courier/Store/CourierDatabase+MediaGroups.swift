@@ -52,13 +52,6 @@ extension CourierDatabase {
         }
     }
 
-    /// v7: the reply's `Content-Type` (``DownloadRecord/contentType``).
-    static func registerContentType(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("courier.v7.content-type") { db in
-            try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "contentType", .text) }
-        }
-    }
-
     /// Every record of one media group (``DownloadRecord/mediaType`` and
     /// ``DownloadRecord/mediaId``), oldest first: a video's tasks, whatever their ids.
     public func records(mediaType: String, mediaId: String) async throws -> [DownloadRecord] {

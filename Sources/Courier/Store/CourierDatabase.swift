@@ -122,7 +122,10 @@ public struct CourierDatabase: Sendable {
             }
         }
         registerMediaGroups(&migrator)
-        registerContentType(&migrator)
+        // v7: the reply's `Content-Type` (``DownloadRecord/contentType``).
+        migrator.registerMigration("courier.v7.content-type") { db in
+            try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "contentType", .text) }
+        }
         return migrator
     }
 }

@@ -39,6 +39,22 @@ struct MediaOptions: ParsableArguments {
     }
 }
 
+/// The version in flight that `pause` and `cancel` act on.
+struct VersionInFlight: ParsableArguments {
+    @OptionGroup var options: MediaOptions
+    @Argument(help: "The item id.") var itemId: String
+    @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
+
+    /// Finds the version, runs `step` on it, and says `done` (`Paused film1/v1.`).
+    func act(_ done: String, _ step: (MediaLibrary, MediaVersion) async throws -> Void) async throws {
+        try await options.run(readOnly: true) { library in
+            let version = try await MediaCommands.inFlight(library, itemId: itemId, versionId: versionId)
+            try await step(library, version)
+            Terminal.out("\(done) \(version).")
+        }
+    }
+}
+
 /// `--transcode` and its settings.
 struct TranscodeFlags: ParsableArguments {
     @Flag(name: .long, help: "Ask the server to transcode (Static=false) instead of sending the file as stored.") var transcode = false
@@ -85,11 +101,7 @@ enum MediaCommands {
             case let .progress(p): if !quiet { renderer.show(p) }
             case let .retrying(attempt, limit, error, delay): if !quiet { renderer.note("courier: \(version): attempt \(attempt) of \(limit) failed (\(error.code.rawValue)); again in \(delay)") }
             case .finishing: if !quiet { renderer.note("courier: \(version): media whole; writing metadata and images") }
-            case .queued: continue
-            case let .completed(report): return report
-            case let .failed(error): throw error
-            case let .paused(error): throw error.map { CourierError(.paused, "\(version) paused: \($0.description)") } ?? CourierError(.paused, "\(version) was paused")
-            case .cancelled: throw CourierError(.cancelled, "\(version) was cancelled")
+            case .queued, .completed, .failed, .paused, .cancelled: if let report = try event.result(for: version) { return report }
             }
         }
         throw CourierError(.cancelled, "\(version) was interrupted")
@@ -157,16 +169,8 @@ struct Media: AsyncParsableCommand {
 
     struct PauseMedia: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause a version's download, keeping its bytes; a `courier media download` running it stops within a second.")
-        @OptionGroup var options: MediaOptions
-        @Argument(help: "The item id.") var itemId: String
-        @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
-        func run() async throws {
-            try await options.run(readOnly: true) { library in
-                let version = try await MediaCommands.inFlight(library, itemId: itemId, versionId: versionId)
-                try await library.pause(version)
-                Terminal.out("Paused \(version).")
-            }
-        }
+        @OptionGroup var target: VersionInFlight
+        func run() async throws { try await target.act("Paused") { try await $0.pause($1) } }
     }
 
     struct ResumeMedia: AsyncParsableCommand {
@@ -212,16 +216,8 @@ struct Media: AsyncParsableCommand {
 
     struct CancelMedia: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "cancel", abstract: "Cancel a version's download: its partial file goes (a copy already in the library stays).")
-        @OptionGroup var options: MediaOptions
-        @Argument(help: "The item id.") var itemId: String
-        @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
-        func run() async throws {
-            try await options.run(readOnly: true) { library in
-                let version = try await MediaCommands.inFlight(library, itemId: itemId, versionId: versionId)
-                try await library.cancel(version)
-                Terminal.out("Cancelled \(version).")
-            }
-        }
+        @OptionGroup var target: VersionInFlight
+        func run() async throws { try await target.act("Cancelled") { try await $0.cancel($1) } }
     }
 
     struct ListMedia: AsyncParsableCommand {

@@ -35,6 +35,18 @@ public enum MediaDownloadEvent: Sendable, Equatable {
     /// Cancelled: its partial file is gone.
     case cancelled
 
+    /// What a final event means for a caller waiting on `version`: the report, or the end
+    /// as an error (`E_PAUSED`, `E_CANCELLED`, or the failure); `nil` for every other event.
+    public func result(for version: MediaVersion) throws -> MediaDownloadReport? {
+        switch self {
+        case let .completed(report): return report
+        case let .failed(error): throw error
+        case let .paused(error): throw error.map { CourierError(.paused, "\(version) paused: \($0.description)") } ?? CourierError(.paused, "\(version) was paused")
+        case .cancelled: throw CourierError(.cancelled, "\(version) was cancelled")
+        case .queued, .progress, .retrying, .finishing: return nil
+        }
+    }
+
     /// Whether the stream ends with this event.
     public var isFinal: Bool {
         switch self {

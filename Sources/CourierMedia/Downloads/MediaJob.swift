@@ -53,16 +53,20 @@ struct MediaJobStore {
         try AtomicWrite.write(try encoder.encode(job), to: file(job.taskId))
     }
 
-    func load(_ taskId: String) -> MediaJob? {
-        guard let data = try? Data(contentsOf: file(taskId)) else { return nil }   // no file: no job
-        return try? JSONDecoder().decode(MediaJob.self, from: data)   // an unreadable job is no job: the version downloads afresh when asked
+    func load(_ taskId: String) -> MediaJob? { Self.decode(file(taskId)) }
+
+    /// The job in `file`; none when there is no file, or an unreadable one (the version
+    /// then downloads afresh when asked).
+    private static func decode(_ file: URL) -> MediaJob? {
+        guard let data = try? Data(contentsOf: file) else { return nil }   // no file: no job
+        return try? JSONDecoder().decode(MediaJob.self, from: data)   // unreadable: no job, as said above
     }
 
     /// Every job, oldest first (unreadable files are skipped).
     func all() -> [MediaJob] {
         let files = (try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)) ?? []   // no folder: no jobs
         return files.filter { $0.pathExtension == "json" }
-            .compactMap { (try? Data(contentsOf: $0)).flatMap { try? JSONDecoder().decode(MediaJob.self, from: $0) } }   // unreadable: skipped, as in load
+            .compactMap(Self.decode)
             .sorted { ($0.createdAt, $0.taskId) < ($1.createdAt, $1.taskId) }
     }
 

@@ -40,13 +40,7 @@ extension MediaLibrary {
     /// (`E_PAUSED`, `E_CANCELLED`, or the failure).
     public nonisolated func completion(of version: MediaVersion) async throws -> MediaDownloadReport {
         for await event in events(for: version) {
-            switch event {
-            case let .completed(report): return report
-            case let .failed(error): throw error
-            case let .paused(error): throw error.map { CourierError(.paused, "\(version) paused: \($0.description)") } ?? CourierError(.paused, "\(version) was paused")
-            case .cancelled: throw CourierError(.cancelled, "\(version) was cancelled")
-            case .queued, .progress, .retrying, .finishing: continue
-            }
+            if let report = try event.result(for: version) { return report }
         }
         throw CourierError(.cancelled, "the library shut down before \(version) finished")
     }
@@ -247,6 +241,7 @@ extension MediaLibrary {
         let taskId = MediaJob.taskId(key)
         let plannedPath = try MediaLayout.mediaFile(item, versionId: version, container: container)
         let announced = options.transcoding == nil ? source?.size : nil
+        let earlier = jobs.load(taskId)   // asked again: the job keeps its age and task id
 
         let held = PartialFile.length(at: root.appendingPathComponent(plannedPath + ".partial"))
         let needed = minimumFreeSpace + max(0, (announced ?? 0) - held)
@@ -255,7 +250,7 @@ extension MediaLibrary {
         }
         return MediaJob(taskId: taskId, version: key, mediaSourceId: source?.id, item: item, container: container, plannedPath: plannedPath,
                         options: options, announcedSize: announced, subtitles: try Self.subtitles(options.subtitles, of: source, version: key),
-                        createdAt: jobs.load(taskId)?.createdAt ?? Date(), uuid: jobs.load(taskId)?.uuid ?? UUID().uuidString)
+                        createdAt: earlier?.createdAt ?? Date(), uuid: earlier?.uuid ?? UUID().uuidString)
     }
 
     /// The subtitle streams a choice names, checked against the source: an index it does

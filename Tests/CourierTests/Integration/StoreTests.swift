@@ -94,25 +94,31 @@ import Testing
         }
     }
 
+    /// Makes the fixture's database as an older Courier left it: migrated up to `version`,
+    /// with `statements` run on it.
+    static func databaseAt(_ version: String, _ fx: Fixture, _ statements: [String]) throws {
+        let queue = try DatabaseQueue(path: fx.dbPath)
+        try CourierDatabase.migrator.migrate(queue, upTo: version)
+        try queue.write { db in for sql in statements { try db.execute(sql: sql) } }
+        try queue.close()
+    }
+
     /// v6: a database at v5 with a record, its segments and a hand-off row rebuilds its
     /// download table without `UNIQUE(mediaType, mediaId)`: every row and column is kept,
     /// the cascade from a record to its segments still works, and one media group can hold
     /// two records (two versions of one film).
     @Test func v6LetsAMediaGroupHoldSeveralRecordsAndKeepsEveryRow() async throws {
         try await withFixture { fx in
-            let queue = try DatabaseQueue(path: fx.dbPath)
-            try CourierDatabase.migrator.migrate(queue, upTo: "courier.v5.handoff")
-            try await queue.write { db in
-                try db.execute(sql: """
+            try Self.databaseAt("courier.v5.handoff", fx, [
+                """
                     INSERT INTO courierDownload (id, mediaId, mediaType, remoteUrl, localFinalPath, partialPath, bytesReceived, totalBytes, etag,
                       state, createdAt, updatedAt, connections, heldEtag, heldBytes)
                     VALUES ('film1-v1', 'film1', 'movie', 'http://h/v1', 'a.mkv', 'a.mkv.partial', 10, 100, '"e"', 'paused',
                       '2026-11-25 00:00:00.000', '2026-11-25 00:00:00.000', 4, '"held"', 99)
-                    """)
-                try db.execute(sql: "INSERT INTO courierSegment (downloadId, \"index\", start, \"end\", received) VALUES ('film1-v1', 0, 0, 49, 10)")
-                try db.execute(sql: "INSERT INTO courierHandOff (downloadId, keptBytes, resumable, createdAt) VALUES ('film1-v1', 10, 1, '2026-11-25 00:00:00.000')")
-            }
-            try queue.close()
+                    """,
+                "INSERT INTO courierSegment (downloadId, \"index\", start, \"end\", received) VALUES ('film1-v1', 0, 0, 49, 10)",
+                "INSERT INTO courierHandOff (downloadId, keptBytes, resumable, createdAt) VALUES ('film1-v1', 10, 1, '2026-11-25 00:00:00.000')",
+            ])
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
             #expect(applied.contains("courier.v6.media-groups"))
@@ -136,18 +142,15 @@ import Testing
 
     /// v7: a database at v6 keeps its records (no type known for them) and gains the
     /// reply's Content-Type, which a download then records, over one connection and over
-    /// several (the segmented path), and which a resumed run keeps.
+    /// several (the segmented path).
     @Test func v7KeepsRecordsAndRecordsTheContentType() async throws {
         try await withFixture { fx in
-            let queue = try DatabaseQueue(path: fx.dbPath)
-            try CourierDatabase.migrator.migrate(queue, upTo: "courier.v6.media-groups")
-            try await queue.write { db in
-                try db.execute(sql: """
+            try Self.databaseAt("courier.v6.media-groups", fx, [
+                """
                     INSERT INTO courierDownload (id, remoteUrl, localFinalPath, partialPath, bytesReceived, state, createdAt, updatedAt, connections)
                     VALUES ('old', 'http://h/a', 'a.bin', 'a.bin.partial', 5, 'paused', '2026-11-25 00:00:00.000', '2026-11-25 00:00:00.000', 1)
-                    """)
-            }
-            try queue.close()
+                    """,
+            ])
             let db = try fx.database()
             let kept = try #require(try await db.record(id: "old"))
             #expect(kept.state == .paused && kept.bytesReceived == 5 && kept.contentType == nil)
