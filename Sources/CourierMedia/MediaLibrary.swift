@@ -53,7 +53,9 @@ public actor MediaLibrary {
     /// The jobs of versions not yet in the library.
     nonisolated var jobs: MediaJobStore { MediaJobStore(root: root) }
     /// The task finishing each version in flight here, by engine id.
-    var finishers: [String: Task<Void, Never>] = [:]
+    var finishers: [String: Finisher] = [:]
+    /// A task finishing a version; its id tells it apart from one launched after it.
+    struct Finisher { let id: UUID; let task: Task<Void, Never> }
 
     /// The library folder, protected on (re)creation.
     let folder: LibraryFolder
@@ -84,7 +86,7 @@ public actor MediaLibrary {
     /// and waits for the tasks that follow them.
     public func shutdown() async {
         await downloader.shutdown()
-        for task in finishers.values { await task.value }
+        for finisher in finishers.values { await finisher.task.value }
         hub.shutdown()
     }
 

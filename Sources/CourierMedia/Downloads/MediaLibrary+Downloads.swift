@@ -105,7 +105,7 @@ extension MediaLibrary {
     /// Resumes a paused, failed or interrupted version from the bytes it kept.
     public func resume(_ version: MediaVersion) async throws {
         guard let job = jobs.load(MediaJob.taskId(version)) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
-        if finishers[job.taskId] != nil { return }   // under way here already
+        if hub.isSettling(version) { return }   // it is ending (completed or refused) right now
         hub.reopen(version)
         try await bringBack(job)
     }
@@ -116,12 +116,13 @@ extension MediaLibrary {
         let taskId = MediaJob.taskId(version)
         guard let job = jobs.load(taskId) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
         hub.settle(version)
-        if let finisher = finishers[taskId] {
+        if let finisher = finishers[taskId]?.task {
             finisher.cancel()   // a finisher stops before its next step that would keep the version
             await finisher.value
         }
         let record = try await downloader.record(id: taskId)
         do { try await downloader.cancel(id: taskId) } catch let error as CourierError where error.code == .notFound {}   // no record: nothing to cancel in the engine
+        if finishers[taskId] != nil { return }   // started again while this waited: that run is not this cancel's
         jobs.remove(taskId)
         if completedReport(version) == nil {
             // Arrived but never put in the library (cancelled while finishing, or after a
@@ -190,7 +191,7 @@ extension MediaLibrary {
         } else {
             try await downloader.enqueue(try request(for: job))
         }
-        launch(job)
+        launch(job, following: true)
         return true
     }
 
@@ -201,13 +202,20 @@ extension MediaLibrary {
         return [job.plannedPath, named].contains { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) }
     }
 
-    /// Starts the task that waits for the media and finishes the version, unless one runs.
-    func launch(_ job: MediaJob) {
-        guard finishers[job.taskId] == nil else { return }
-        finishers[job.taskId] = Task {
-            await self.run(job)
-            self.finishers[job.taskId] = nil
+    /// Starts the task that waits for the media and finishes the version, unless one runs;
+    /// `following` one (a resume): after it, if the version is still in flight then (a
+    /// finisher that saw the pause may not have ended yet; one that saw the media arrive
+    /// finishes it itself).
+    func launch(_ job: MediaJob, following: Bool = false) {
+        let previous = finishers[job.taskId]
+        if previous != nil, !following { return }
+        let id = UUID()
+        let task = Task {
+            if let previous { await previous.task.value }
+            if previous == nil || self.jobs.load(job.taskId) != nil { await self.run(job) }
+            if self.finishers[job.taskId]?.id == id { self.finishers[job.taskId] = nil }
         }
+        finishers[job.taskId] = Finisher(id: id, task: task)
     }
 
     /// Makes sure a version whose media completed is being finished (a subscriber saw the
