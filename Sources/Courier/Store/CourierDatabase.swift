@@ -126,6 +126,7 @@ public struct CourierDatabase: Sendable {
         migrator.registerMigration("courier.v7.content-type") { db in
             try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "contentType", .text) }
         }
+        registerUploads(&migrator)
         return migrator
     }
 }

@@ -1,0 +1,60 @@
+import Courier
+import Crypto
+import Foundation
+
+/// The file an upload reads, as it was when looked at: a changed size or modification time
+/// between two runs means a new file, so the upload starts again (``UploadResume``).
+public struct UploadSource: Sendable, Equatable {
+    /// The file (absolute, standardized).
+    public let url: URL
+    /// Its size in bytes.
+    public let size: Int64
+    /// Its modification time, seconds since 1970 (sub-second where the file system keeps it).
+    public let modified: Double
+
+    /// Looks at `url`; `E_FILE_NOT_FOUND` when it is not a readable regular file.
+    public init(url: URL) throws {
+        let url = url.standardizedFileURL
+        // FileManager, not stat(2): the field names differ between Darwin and Glibc.
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),   // the else branch reports the file as missing
+              attributes[.type] as? FileAttributeType == .typeRegular,
+              let size = (attributes[.size] as? NSNumber)?.int64Value, let modified = attributes[.modificationDate] as? Date else {
+            throw CourierError(.fileNotFound, "\(url.path) is not a file that can be uploaded")
+        }
+        self.url = url
+        self.size = size
+        self.modified = modified.timeIntervalSince1970
+    }
+
+    /// A byte range of the file, read whole (a part or chunk, at most a few MiB), with the
+    /// digests of exactly these bytes: what is hashed is what is sent.
+    func read(offset: Int64, length: Int64) throws -> UploadChunk {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else {
+            throw CourierError(.fileNotFound, "\(url.lastPathComponent) cannot be opened for the upload")
+        }
+        defer { try? handle.close() }   // a read-only handle: closing loses nothing
+        do {
+            try handle.seek(toOffset: UInt64(offset))
+            let data = try handle.read(upToCount: Int(length)) ?? Data()
+            guard Int64(data.count) == length else {
+                throw CourierError(.readFailed, "\(url.lastPathComponent) ended early at \(offset + Int64(data.count)) bytes: it changed under the upload")
+            }
+            return UploadChunk(offset: offset, data: data)
+        } catch let error as CourierError {
+            throw error
+        } catch {
+            throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload", underlying: error)
+        }
+    }
+}
+
+/// Bytes of the source about to be sent, and their digests.
+struct UploadChunk: Sendable {
+    let offset: Int64
+    let data: Data
+    var length: Int64 { Int64(data.count) }
+    var md5Hex: String { Insecure.MD5.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    var md5Base64: String { Data(Insecure.MD5.hash(data: data)).base64EncodedString() }
+    var sha256Hex: String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    var sha1Base64: String { Data(Insecure.SHA1.hash(data: data)).base64EncodedString() }
+}
