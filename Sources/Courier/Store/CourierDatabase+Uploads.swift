@@ -63,13 +63,20 @@ extension CourierDatabase {
     }
 
     /// Records a part the server confirmed and the upload's confirmed bytes, in one
-    /// transaction (a part replaces an earlier row of the same number).
-    public func noteUploadPart(_ part: UploadPart, confirmedBytes: Int64) async throws {
+    /// transaction (a part replaces an earlier row of the same number). `confirmedBytes`
+    /// `nil` counts the parts' sizes (S3: any order); tus passes the server's offset.
+    public func noteUploadPart(_ part: UploadPart, confirmedBytes: Int64? = nil) async throws {
         try await write { db in
             guard try UploadRecord.exists(db, key: part.uploadId) else { return }
             try part.save(db)
-            try db.execute(sql: "UPDATE \(UploadRecord.databaseTableName) SET confirmedBytes = ?, updatedAt = ? WHERE id = ?",
-                           arguments: [confirmedBytes, DatabaseDate.text(Date()), part.uploadId])
+            let table = UploadRecord.databaseTableName, parts = UploadPart.databaseTableName
+            let now = DatabaseDate.text(Date())
+            if let confirmedBytes {
+                try db.execute(sql: "UPDATE \(table) SET confirmedBytes = ?, updatedAt = ? WHERE id = ?", arguments: [confirmedBytes, now, part.uploadId])
+            } else {
+                try db.execute(sql: "UPDATE \(table) SET confirmedBytes = (SELECT COALESCE(SUM(size), 0) FROM \(parts) WHERE uploadId = ?), updatedAt = ? WHERE id = ?",
+                               arguments: [part.uploadId, now, part.uploadId])
+            }
         }
     }
 

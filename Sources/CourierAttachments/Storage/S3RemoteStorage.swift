@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Courier
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -31,6 +32,8 @@ public struct S3Configuration: Sendable {
     public var partSize: Int64 = 8 << 20
     /// How long presigned download links live (default 1 h); they are re-signed on resume.
     public var presignExpiry: Int = 3600
+    /// Parts of one multipart upload sent at once (default 4).
+    public var uploadConcurrency: Int = 4
 
     /// Makes a configuration.
     public init(bucket: String, prefix: String = "", region: String = "us-east-1", endpoint: URL? = nil, addressing: Addressing = .pathStyle,
@@ -73,10 +76,13 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
     private let signer: SigV4Signer
     private let owned: OwnedHTTPClient
     private var client: HTTPClient { owned.client }
+    /// Where the adapter logs (an upload started again, and why).
+    let logger: Logger
 
     /// Makes an adapter.
-    public init(configuration: S3Configuration) {
+    public init(configuration: S3Configuration, logger: Logger = Logger(label: "courier.s3")) {
         self.configuration = configuration
+        self.logger = logger
         self.signer = SigV4Signer(accessKeyID: configuration.accessKeyID, secretAccessKey: configuration.secretAccessKey,
                                   sessionToken: configuration.sessionToken, region: configuration.region)
         self.owned = OwnedHTTPClient(configuration: .init(redirectConfiguration: .disallow))
@@ -135,24 +141,19 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
     }
 
     /// Uploads the file under a precondition (`If-Match` / `If-None-Match` on the PUT, or on
-    /// `CompleteMultipartUpload`); a 412 is `E_CONFLICT`. Returns the new ETag.
+    /// `CompleteMultipartUpload`); a 412 is `E_CONFLICT`. Returns the new ETag. Nothing is
+    /// persisted: a failed multipart upload is aborted (``upload(fileAt:attachment:precondition:journal:)``
+    /// is the one that resumes).
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
-        let size = try FileChunks.size(of: file)
-        let key = try key(for: attachment)
-        var headers: [(String, String)] = []
-        if let type = attachment.mediaType { headers.append(("Content-Type", type)) }
-        if size <= configuration.multipartThreshold {
-            let response = try await send(.PUT, objectURL(key: key), headers: headers + [("Content-Length", String(size))] + (precondition.header.map { [$0] } ?? []),
-                                          payloadHash: SigV4Signer.unsignedPayload, body: FileChunks(url: file, offset: 0, length: size).body)
-            let text = try await HTTPCalls.text(response)
-            if response.status == .preconditionFailed { throw precondition.conflict(key) }
-            guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
-            return response.headers.first(name: "ETag")
+        let journal = try UploadJournal.memory(id: "once")
+        do {
+            return try await upload(fileAt: file, attachment: attachment, precondition: precondition, journal: journal)
+        } catch {
+            if let uploadID = try? await journal.database.upload(id: journal.id)?.record.remoteId {   // an in-memory read; the upload already failed with its own error
+                await abortQuietly(key: try key(for: attachment), uploadID: uploadID)
+            }
+            throw error
         }
-        // Checked before any part is sent (no bandwidth spent on a conflict), and again by S3
-        // itself on CompleteMultipartUpload, which is what makes it atomic.
-        try precondition.check(current: try await version(of: attachment), key)
-        return try await multipartUpload(file: file, size: size, key: key, headers: headers, precondition: precondition)
     }
 
     /// The object's current ETag, or `nil` when it is absent.
@@ -165,48 +166,6 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
 
     /// The number of parts a file of `size` bytes is sent in.
     public func partCount(forSize size: Int64) -> Int { Int((size + configuration.partSize - 1) / configuration.partSize) }
-
-    private func multipartUpload(file: URL, size: Int64, key: String, headers: [(String, String)], precondition: UploadPrecondition) async throws -> String? {
-        let create = try await send(.POST, objectURL(key: key, query: "uploads="), headers: headers)
-        let createText = try await HTTPCalls.text(create)
-        guard create.status == .ok, let uploadID = Self.xmlValue("UploadId", in: createText) else {
-            throw HTTPCalls.failure("starting a multipart upload of \(key)", create, createText)
-        }
-        do {
-            var etags: [String] = []
-            var offset: Int64 = 0
-            var number = 1
-            while offset < size {
-                let length = min(configuration.partSize, size - offset)
-                let query = "partNumber=\(number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
-                let part = try await send(.PUT, objectURL(key: key, query: query), headers: [("Content-Length", String(length))],
-                                          payloadHash: SigV4Signer.unsignedPayload, body: FileChunks(url: file, offset: offset, length: length).body)
-                let partText = try await HTTPCalls.text(part)
-                guard part.status == .ok, let etag = part.headers.first(name: "ETag") else {
-                    throw HTTPCalls.failure("part \(number) of \(key)", part, partText)
-                }
-                etags.append(etag)
-                offset += length
-                number += 1
-            }
-            let xml = "<CompleteMultipartUpload>" + etags.enumerated().map { "<Part><PartNumber>\($0.offset + 1)</PartNumber><ETag>\($0.element)</ETag></Part>" }.joined() + "</CompleteMultipartUpload>"
-            let body = Data(xml.utf8)
-            let complete = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
-                                          headers: [("Content-Length", String(body.count))] + (precondition.header.map { [$0] } ?? []),
-                                          payloadHash: SHA256Hex.hex(SHA256Hash.of(body)),
-                                          body: .bytes(ByteBuffer(bytes: body)))
-            let completeText = try await HTTPCalls.text(complete)
-            if complete.status == .preconditionFailed { throw precondition.conflict(key) }
-            // S3 can answer 200 with an <Error> body.
-            guard complete.status == .ok, !completeText.contains("<Error>") else {
-                throw HTTPCalls.failure("completing the multipart upload of \(key)", complete, completeText)
-            }
-            return Self.xmlValue("ETag", in: completeText).map { $0.replacingOccurrences(of: "&quot;", with: "\"") }
-        } catch {
-            _ = try? await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"))   // best effort: the upload already failed with its own error; S3 expires the parts
-            throw error
-        }
-    }
 
     /// GETs the object into `destination` (the queue uses the resumable engine instead).
     public func download(_ attachment: Attachment, to destination: URL) async throws {

@@ -1,0 +1,127 @@
+import AsyncHTTPClient
+import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The multipart calls themselves: create, list parts, complete, abort, and the sweep of
+/// uploads nobody will finish.
+extension S3RemoteStorage {
+    func createMultipart(key: String, headers: [(String, String)]) async throws -> String {
+        let create = try await send(.POST, objectURL(key: key, query: "uploads="), headers: headers)
+        let text = try await HTTPCalls.text(create)
+        guard create.status == .ok, let uploadID = Self.xmlValue("UploadId", in: text) else {
+            throw HTTPCalls.failure("starting a multipart upload of \(key)", create, text)
+        }
+        return Self.xmlUnescape(uploadID)
+    }
+
+    /// The parts the server holds for `uploadID`, every page; `nil` when the upload is gone
+    /// (`NoSuchUpload`: completed, aborted or expired).
+    func listParts(key: String, uploadID: String) async throws -> [MultipartPlan.Listed]? {
+        var parts: [MultipartPlan.Listed] = []
+        var marker: String?
+        repeat {
+            var query = "uploadId=\(SigV4Signer.uriEncode(uploadID))"
+            if let marker { query = "part-number-marker=\(SigV4Signer.uriEncode(marker))&" + query }
+            let response = try await send(.GET, objectURL(key: key, query: query), timeout: .seconds(60))
+            let text = try await HTTPCalls.text(response)
+            if response.status == .notFound { return nil }
+            guard response.status == .ok else { throw HTTPCalls.failure("listing the parts of \(key)", response, text) }
+            for block in Self.xmlBlocks("Part", in: text) {
+                guard let number = Self.xmlValue("PartNumber", in: block).flatMap({ Int($0) }),
+                      let size = Self.xmlValue("Size", in: block).flatMap({ Int64($0) }),
+                      let etag = Self.xmlValue("ETag", in: block) else { continue }
+                parts.append(MultipartPlan.Listed(number: number, size: size, etag: Self.xmlUnescape(etag)))
+            }
+            marker = Self.xmlValue("IsTruncated", in: text) == "true" ? Self.xmlValue("NextPartNumberMarker", in: text) : nil
+        } while marker != nil
+        return parts
+    }
+
+    /// `CompleteMultipartUpload` with every part's ETag, in order: S3 checks each against
+    /// what it holds. A 404 (`NoSuchUpload`) is `E_REMOTE_NOT_FOUND`, so the caller can
+    /// start again.
+    func complete(key: String, uploadID: String, etags: [Int: String], precondition: UploadPrecondition) async throws -> String? {
+        let xml = "<CompleteMultipartUpload>" + etags.sorted { $0.key < $1.key }.map {
+            "<Part><PartNumber>\($0.key)</PartNumber><ETag>\(Self.xmlEscape($0.value))</ETag></Part>"
+        }.joined() + "</CompleteMultipartUpload>"
+        let body = Data(xml.utf8)
+        let response = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
+                                      headers: [("Content-Length", String(body.count))] + (precondition.header.map { [$0] } ?? []),
+                                      payloadHash: SHA256Hex.hex(SHA256Hash.of(body)), body: .bytes(ByteBuffer(bytes: body)))
+        let text = try await HTTPCalls.text(response)
+        if response.status == .preconditionFailed {
+            await abortQuietly(key: key, uploadID: uploadID)
+            throw precondition.conflict(key)
+        }
+        // S3 can answer 200 with an <Error> body.
+        guard response.status == .ok, !text.contains("<Error>") else {
+            throw HTTPCalls.failure("completing the multipart upload of \(key)", response, text)
+        }
+        return Self.xmlValue("ETag", in: text).map(Self.xmlUnescape)
+    }
+
+    /// `AbortMultipartUpload`; a failure is logged (the upload is given up either way, and
+    /// ``abortAbandonedUploads(olderThan:keeping:now:)`` or the bucket's lifecycle takes it).
+    func abortQuietly(key: String, uploadID: String) async {
+        do {
+            let response = try await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"), timeout: .seconds(60))
+            _ = try await HTTPCalls.text(response)
+            if !(200..<300).contains(response.status.code), response.status != .notFound {
+                logger.warning("aborting upload \(uploadID) of \(key): \(response.status.code)")
+            }
+        } catch {
+            logger.warning("aborting upload \(uploadID) of \(key): \(error)")
+        }
+    }
+
+    /// Aborts the multipart uploads under this adapter's prefix begun more than `age` ago,
+    /// except those `keeping` names (uploads a journal still means to finish), so the bucket
+    /// does not keep paying for parts nobody will complete. Returns the aborted upload ids.
+    @discardableResult
+    public func abortAbandonedUploads(olderThan age: TimeInterval, keeping: Set<String> = [], now: Date = Date()) async throws -> [String] {
+        var aborted: [String] = []
+        var keyMarker: String?, idMarker: String?
+        repeat {
+            var query = "prefix=\(SigV4Signer.uriEncode(configuration.prefix))&uploads="
+            if let keyMarker { query = "key-marker=\(SigV4Signer.uriEncode(keyMarker))&" + query }
+            if let idMarker { query += "&upload-id-marker=\(SigV4Signer.uriEncode(idMarker))" }
+            let xml = try await listPage(query: query)
+            for block in Self.xmlBlocks("Upload", in: xml) {
+                guard let key = Self.xmlValue("Key", in: block).map(Self.xmlUnescape), let id = Self.xmlValue("UploadId", in: block).map(Self.xmlUnescape),
+                      !keeping.contains(id) else { continue }
+                let initiated = Self.xmlValue("Initiated", in: block).flatMap(Self.isoDate)
+                guard let initiated, now.timeIntervalSince(initiated) >= age else { continue }
+                await abortQuietly(key: key, uploadID: id)
+                aborted.append(id)
+            }
+            let truncated = Self.xmlValue("IsTruncated", in: xml) == "true"
+            keyMarker = truncated ? Self.xmlValue("NextKeyMarker", in: xml) : nil
+            idMarker = truncated ? Self.xmlValue("NextUploadIdMarker", in: xml) : nil
+        } while keyMarker != nil
+        return aborted
+    }
+
+    /// The multipart uploads under this adapter's prefix, as `(key, uploadID)`.
+    public func pendingMultipartUploads() async throws -> [(key: String, uploadID: String)] {
+        let xml = try await listPage(query: "prefix=\(SigV4Signer.uriEncode(configuration.prefix))&uploads=")
+        return Self.xmlBlocks("Upload", in: xml).compactMap { block in
+            guard let key = Self.xmlValue("Key", in: block), let id = Self.xmlValue("UploadId", in: block) else { return nil }
+            return (Self.xmlUnescape(key), Self.xmlUnescape(id))
+        }
+    }
+
+    static func xmlEscape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+
+    static func isoDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+}

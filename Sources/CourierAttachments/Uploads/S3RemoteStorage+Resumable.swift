@@ -1,0 +1,169 @@
+import AsyncHTTPClient
+import Courier
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// S3 uploads that go on where they stopped: the upload id and each part the server
+/// confirmed are in the journal's record, so a relaunch asks `ListParts`, sends only the
+/// parts the server does not hold as the file has them (several at once), and completes.
+extension S3RemoteStorage: ResumableUploadStorage {
+    /// Uploads the file, resuming the journal's upload when it is the same file and key.
+    public func upload(fileAt file: URL, attachment: Attachment, journal: UploadJournal) async throws {
+        _ = try await upload(fileAt: file, attachment: attachment, precondition: .none, journal: journal)
+    }
+
+    /// Uploads the file under a precondition, resuming the journal's upload when it is the
+    /// same file and key: one PUT up to ``S3Configuration/multipartThreshold``, a multipart
+    /// upload past it. Every part carries `Content-MD5` and its signed SHA-256, and a reply
+    /// whose ETag is not the part's MD5 fails with `E_CHECKSUM_MISMATCH`. A 412 is
+    /// `E_CONFLICT`. Returns the new ETag; the record is deleted once the object is there.
+    public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition, journal: UploadJournal) async throws -> String? {
+        let source = try UploadSource(url: file)
+        let key = try key(for: attachment)
+        var headers: [(String, String)] = []
+        if let type = attachment.mediaType { headers.append(("Content-Type", type)) }
+        if source.size <= configuration.multipartThreshold {
+            let etag = try await putWhole(source, key: key, headers: headers, precondition: precondition, journal: journal)
+            try await journal.database.deleteUpload(id: journal.id)
+            return etag
+        }
+        // Checked before any part is sent (no bandwidth spent on a conflict), and again by S3
+        // itself on CompleteMultipartUpload, which is what makes it atomic.
+        try precondition.check(current: try await version(of: attachment), key)
+        do {
+            return try await multipart(source, key: key, headers: headers, precondition: precondition, journal: journal)
+        } catch let error as CourierError where error.code == .remoteNotFound {
+            // The upload vanished under us (aborted by a sweep, expired): once more, from zero.
+            try await journal.database.deleteUpload(id: journal.id)
+            return try await multipart(source, key: key, headers: headers, precondition: precondition, journal: journal)
+        }
+    }
+
+    private func putWhole(_ source: UploadSource, key: String, headers: [(String, String)], precondition: UploadPrecondition,
+                          journal: UploadJournal) async throws -> String? {
+        let chunk = try source.read(offset: 0, length: source.size)
+        let counter = UploadCounter(journal: journal, total: source.size, held: 0)
+        let tally = RequestTally(counter)
+        let response = try await send(.PUT, objectURL(key: key),
+                                      headers: headers + [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64)] + (precondition.header.map { [$0] } ?? []),
+                                      payloadHash: chunk.sha256Hex, body: .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length)))
+        let text = try await HTTPCalls.text(response)
+        if response.status == .preconditionFailed { throw precondition.conflict(key) }
+        guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
+        let etag = response.headers.first(name: "ETag")
+        try Self.checkPartETag(etag, chunk, "\(key)")
+        counter.confirmed(chunk.length)
+        return etag
+    }
+
+    private func multipart(_ source: UploadSource, key: String, headers: [(String, String)], precondition: UploadPrecondition,
+                           journal: UploadJournal) async throws -> String? {
+        let db = journal.database
+        let planned = MultipartPlan.parts(size: source.size, partSize: configuration.partSize)
+        let target = "\(configuration.bucket)/\(key)"
+        let existing = try await db.upload(id: journal.id)
+        var uploadID: String?
+        var toSend = planned
+        var held: [MultipartPlan.Listed] = []
+        switch UploadResume.decide(record: existing?.record, source: source, kind: .s3, target: target, partSize: configuration.partSize) {
+        case .resume(let id):
+            let recorded = existing?.parts ?? []
+            if let listed = try await listParts(key: key, uploadID: id) {
+                let wanted = Set(listed.map(\.number)).union(recorded.map(\.number))
+                let local = try Dictionary(uniqueKeysWithValues: planned.filter { wanted.contains($0.number) }.map {
+                    ($0.number, try source.read(offset: $0.offset, length: $0.length).md5Hex)
+                })
+                switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local) {
+                case let .send(parts, heldParts):
+                    uploadID = id
+                    toSend = parts
+                    held = heldParts
+                    for part in heldParts where !recorded.contains(where: { $0.number == part.number && $0.etag == part.etag }) {
+                        let p = planned[part.number - 1]
+                        try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: p.number, offset: p.offset, size: p.length,
+                                                               etag: part.etag, md5: local[p.number] ?? "", sha256: ""))
+                    }
+                case .restart(let reason):
+                    logger.notice("starting \(key) again: \(reason)")
+                    await abortQuietly(key: key, uploadID: id)
+                }
+            } else {
+                logger.notice("starting \(key) again: the server no longer has upload \(id)")
+            }
+        case let .restart(reason, abandon):
+            if let abandon {
+                logger.notice("starting \(key) again: \(reason)")
+                await abortQuietly(key: key, uploadID: abandon)
+            }
+        }
+        if uploadID == nil {
+            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
+                                                  kind: .s3, target: target, partSize: configuration.partSize))
+            let id = try await createMultipart(key: key, headers: headers)
+            try await db.noteUploadHandle(id: journal.id, remoteId: id)
+            uploadID = id
+            toSend = planned
+            held = []
+        }
+        let id = uploadID!
+        let counter = UploadCounter(journal: journal, total: source.size, held: held.reduce(0) { $0 + $1.size })
+        var etags = Dictionary(held.map { ($0.number, $0.etag) }, uniquingKeysWith: { $1 })
+        let width = max(1, configuration.uploadConcurrency)
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            var next = toSend.makeIterator()
+            for _ in 0..<width { if let part = next.next() { group.addTask { try await self.sendPart(part, source, key, id, journal, counter) } } }
+            while let (number, etag) = try await group.next() {
+                etags[number] = etag
+                if let part = next.next() { group.addTask { try await self.sendPart(part, source, key, id, journal, counter) } }
+            }
+        }
+        let etag = try await complete(key: key, uploadID: id, etags: etags, precondition: precondition)
+        try await db.deleteUpload(id: journal.id)
+        return etag
+    }
+
+    /// One part: read, hashed, sent with its digests, its ETag checked, then recorded.
+    /// A passing failure (5xx, timeout, a dropped connection) is tried again, twice.
+    private func sendPart(_ part: MultipartPlan.Part, _ source: UploadSource, _ key: String, _ uploadID: String,
+                          _ journal: UploadJournal, _ counter: UploadCounter) async throws -> (Int, String) {
+        let chunk = try source.read(offset: part.offset, length: part.length)
+        let query = "partNumber=\(part.number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
+        var attempt = 0
+        while true {
+            attempt += 1
+            let tally = RequestTally(counter)
+            do {
+                let response = try await send(.PUT, objectURL(key: key, query: query),
+                                              headers: [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64)],
+                                              payloadHash: chunk.sha256Hex, body: .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length)))
+                let text = try await HTTPCalls.text(response)
+                guard response.status == .ok, let etag = response.headers.first(name: "ETag") else {
+                    throw HTTPCalls.failure("part \(part.number) of \(key)", response, text)
+                }
+                try Self.checkPartETag(etag, chunk, "part \(part.number) of \(key)")
+                try await journal.database.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
+                                                                     etag: etag, md5: chunk.md5Hex, sha256: chunk.sha256Hex))
+                counter.confirmed(chunk.length)
+                return (part.number, etag)
+            } catch let error as CourierError where attempt < 3 && error.isPassing {
+                tally.takeBack()
+                try await Task.sleep(for: .milliseconds(250 * attempt))
+            } catch {
+                tally.takeBack()
+                throw error
+            }
+        }
+    }
+
+    /// An ETag that is an MD5 (32 hex digits) must be the MD5 of what was sent; others
+    /// (SSE-KMS objects) say nothing about the bytes.
+    static func checkPartETag(_ etag: String?, _ chunk: UploadChunk, _ what: String) throws {
+        guard let etag else { return }
+        let plain = MultipartPlan.normalizedETag(etag)
+        if plain.count == 32, plain.allSatisfy(\.isHexDigit), plain != chunk.md5Hex {
+            throw CourierError(.checksumMismatch, "\(what): the server's ETag \(plain) is not the MD5 of the bytes sent (\(chunk.md5Hex))")
+        }
+    }
+}
