@@ -8,11 +8,16 @@ import Glibc
 final class MotoServer: @unchecked Sendable { // set once, then read-only
     static let shared = MotoServer()
     private(set) var endpoint: URL?
+    /// The server's request log (one line per request, with its status): what the server
+    /// received, read by the tests that measure an upload from the server's side.
+    private(set) var log: URL?
     private var process: Process?
 
     private init() {
-        if let env = ProcessInfo.processInfo.environment["COURIER_S3_ENDPOINT"], let url = URL(string: env) {
+        let env = ProcessInfo.processInfo.environment
+        if let value = env["COURIER_S3_ENDPOINT"], let url = URL(string: value) {
             endpoint = url
+            log = env["COURIER_S3_LOG"].map { URL(fileURLWithPath: $0) }
             return
         }
         let port = Int.random(in: 20_000...40_000)
@@ -25,9 +30,12 @@ final class MotoServer: @unchecked Sendable { // set once, then read-only
             ctypes.CDLL(None).prctl(1, signal.SIGKILL)
             os.execvp('moto_server', ['moto_server', '-H', '127.0.0.1', '-p', '\(port)'])
             """]
+        let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("courier-moto-\(port).log")
+        _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)   // a missing log only makes the server-side counts unavailable
         p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        p.standardError = FileHandle(forWritingAtPath: logURL.path) ?? FileHandle.nullDevice
         guard (try? p.run()) != nil else { return }
+        log = logURL
         process = p
         let url = URL(string: "http://127.0.0.1:\(port)")!
         for _ in 0..<100 {
@@ -38,6 +46,17 @@ final class MotoServer: @unchecked Sendable { // set once, then read-only
     }
 
     var isAvailable: Bool { endpoint != nil }
+
+    /// The part numbers the server accepted (200) for `bucket/key`, one entry per request,
+    /// from its log; `nil` when there is no log.
+    func acceptedParts(bucket: String, key: String) -> [Int]? {
+        guard let log, let text = try? String(contentsOf: log, encoding: .utf8) else { return nil }
+        let prefix = "\"PUT /\(bucket)/\(key)?partNumber="
+        return text.split(separator: "\n").compactMap { line -> Int? in
+            guard let start = line.range(of: prefix), line.hasSuffix("\" 200 -") else { return nil }
+            return Int(line[start.upperBound...].prefix { $0.isNumber })
+        }
+    }
 
     private static func isUp(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
