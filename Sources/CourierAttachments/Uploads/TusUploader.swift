@@ -1,0 +1,209 @@
+import AsyncHTTPClient
+import Courier
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// A tus 1.0 client (<https://tus.io/protocols/resumable-upload>): creation, `HEAD` for the
+/// offset, `PATCH` from it, and the checksum (`sha1`) and termination extensions when the
+/// server offers them. The upload URL and the offset the server confirmed live in the
+/// journal's record, so a relaunch asks the server where it is and sends only the rest.
+public final class TusUploader: Sendable {
+    /// The creation URL (`POST` here makes an upload).
+    public let endpoint: URL
+    /// Bytes per `PATCH` (default 8 MiB): what a kill can cost at most.
+    public let chunkSize: Int64
+    /// Failed requests in a row before the upload gives up (default 6).
+    public let maxAttempts: Int
+    private let headers: [(name: String, value: String)]
+    private let owned: OwnedHTTPClient
+    let logger: Logger
+    private var client: HTTPClient { owned.client }
+
+    /// Makes a client; `headers` (auth) go with every request and are never persisted.
+    public init(endpoint: URL, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20, maxAttempts: Int = 6,
+                logger: Logger = Logger(label: "courier.tus")) throws {
+        guard let scheme = endpoint.scheme?.lowercased(), scheme == "http" || scheme == "https", endpoint.host != nil else {
+            throw CourierError(.invalidURL, "a tus endpoint is an http(s) URL: \(endpoint.absoluteString.prefix(200))")
+        }
+        self.endpoint = endpoint
+        self.headers = headers
+        self.chunkSize = max(1, chunkSize)
+        self.maxAttempts = max(1, maxAttempts)
+        self.logger = logger
+        owned = OwnedHTTPClient(configuration: .init(redirectConfiguration: .disallow))
+    }
+
+    /// Releases the HTTP client, awaited.
+    public func shutdown() async throws { try await owned.shutdown() }
+
+    /// Uploads `file`, going on with the journal's upload when it is the same file going to
+    /// the same endpoint and the server still has it. Returns the upload URL; the record is
+    /// deleted once the server holds the whole file.
+    public func upload(_ file: URL, metadata: [String: String], journal: UploadJournal) async throws -> URL {
+        let source = try UploadSource(url: file)
+        do {
+            return try await run(source, metadata: metadata, journal: journal)
+        } catch TusRestart.gone {
+            logger.notice("\(file.lastPathComponent): the server no longer has the upload; starting again")
+            try await journal.database.deleteUpload(id: journal.id)
+            return try await run(source, metadata: metadata, journal: journal)
+        }
+    }
+
+    private enum TusRestart: Error { case gone }
+
+    private func run(_ source: UploadSource, metadata: [String: String], journal: UploadJournal) async throws -> URL {
+        let db = journal.database
+        let existing = try await db.upload(id: journal.id)
+        var uploadURL: URL?
+        var offset: Int64 = 0
+        switch UploadResume.decide(record: existing?.record, source: source, kind: .tus, target: endpoint.absoluteString, partSize: chunkSize) {
+        case .resume(let remote):
+            let url = URL(string: remote)
+            if let url, let changed = try Self.changedChunk(existing?.parts ?? [], source) {
+                logger.notice("\(source.url.lastPathComponent) changed (bytes at \(changed)); starting again")
+                await terminate(url)
+            } else if let url, let held = try await serverOffset(url, size: source.size) {
+                uploadURL = url
+                offset = held
+            }
+        case let .restart(reason, abandon):
+            if let abandon, let url = URL(string: abandon) {
+                logger.notice("\(source.url.lastPathComponent): \(reason); starting again")
+                await terminate(url)
+            }
+        }
+        let checksum = try await offersSHA1()
+        if uploadURL == nil {
+            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
+                                                  kind: .tus, target: endpoint.absoluteString, partSize: chunkSize))
+            let url = try await create(size: source.size, metadata: metadata)
+            try await db.noteUploadHandle(id: journal.id, remoteId: url.absoluteString)
+            uploadURL = url
+            offset = 0
+        }
+        let url = uploadURL!
+        let counter = UploadCounter(journal: journal, total: source.size, held: offset)
+        var number = (existing?.parts.map(\.number).max() ?? 0) + 1
+        var failures = 0
+        repeat {
+            let chunk = try source.read(offset: offset, length: min(chunkSize, source.size - offset))
+            let tally = RequestTally(counter)
+            do {
+                switch try await patch(url, chunk, checksum: checksum, tally: tally) {
+                case .confirmed(let confirmed):
+                    let kept = UploadChunk(offset: offset, data: chunk.data.prefix(Int(confirmed - offset)))
+                    if kept.length < chunk.length { counter.lost(chunk.length - kept.length) }
+                    if kept.length > 0 {
+                        try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: number, offset: offset, size: kept.length, etag: nil,
+                                                               md5: kept.md5Hex, sha256: kept.sha256Hex), confirmedBytes: confirmed)
+                        number += 1
+                    }
+                    counter.confirmed(kept.length)
+                    offset = confirmed
+                    // A reply that kept nothing of a chunk counts as a failure, so a server
+                    // that never moves cannot hold the upload in a loop.
+                    if kept.length > 0 || chunk.length == 0 {
+                        failures = 0
+                        continue
+                    }
+                case .askOffset:
+                    tally.takeBack()
+                case .recreate:
+                    throw TusRestart.gone
+                case .resend, .retry:
+                    tally.takeBack()
+                case .fail(let status):
+                    throw CourierError(status == 403 || status == 401 ? .accessDenied : .remoteStorage,
+                                       "the tus server refused the upload of \(source.url.lastPathComponent): HTTP \(status)", httpStatus: status)
+                }
+            } catch let error as CourierError where error.isPassing {
+                tally.takeBack()
+                logger.info("\(source.url.lastPathComponent): \(error); asking the server where it is")
+            }
+            failures += 1
+            if failures >= maxAttempts {
+                throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(offset)")
+            }
+            try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
+            guard let held = try await serverOffset(url, size: source.size) else { throw TusRestart.gone }
+            if held > offset { counter.confirmed(held - offset) }
+            offset = held
+        } while offset < source.size
+        try await db.deleteUpload(id: journal.id)
+        return url
+    }
+
+    /// The first recorded chunk whose bytes in the file no longer hash the same, if any.
+    static func changedChunk(_ parts: [UploadPart], _ source: UploadSource) throws -> Int64? {
+        for part in parts where part.offset + part.size <= source.size {
+            if try source.read(offset: part.offset, length: part.size).sha256Hex != part.sha256 { return part.offset }
+        }
+        return parts.contains { $0.offset + $0.size > source.size } ? source.size : nil
+    }
+
+    private func request(_ method: HTTPMethod, _ url: URL) -> HTTPClientRequest {
+        var r = HTTPClientRequest(url: url.absoluteString)
+        r.method = method
+        for (k, v) in headers { r.headers.add(name: k, value: v) }
+        r.headers.add(name: "Tus-Resumable", value: TusHeaders.version)
+        return r
+    }
+
+    /// Whether the server checks a chunk's SHA-1 (`OPTIONS`: the checksum extension).
+    private func offersSHA1() async throws -> Bool {
+        guard let response = try? await HTTPCalls.execute(client, request(.OPTIONS, endpoint), timeout: .seconds(30)) else { return false }   // OPTIONS is optional in tus: no answer means no extensions
+        _ = try? await HTTPCalls.text(response)   // the body is not needed; a failed read changes nothing
+        return TusHeaders.extensions(response.headers.first(name: "Tus-Extension")).contains("checksum")
+            && TusHeaders.checksumAlgorithms(response.headers.first(name: "Tus-Checksum-Algorithm")).contains("sha1")
+    }
+
+    private func create(size: Int64, metadata: [String: String]) async throws -> URL {
+        var r = request(.POST, endpoint)
+        r.headers.add(name: "Upload-Length", value: String(size))
+        r.headers.add(name: "Content-Length", value: "0")
+        let encoded = TusHeaders.metadata(metadata)
+        if !encoded.isEmpty { r.headers.add(name: "Upload-Metadata", value: encoded) }
+        let response = try await HTTPCalls.execute(client, r, timeout: .seconds(60))
+        let text = try await HTTPCalls.text(response)
+        guard response.status == .created else { throw HTTPCalls.failure("creating a tus upload at \(endpoint.absoluteString)", response, text) }
+        return try TusHeaders.location(response.headers.first(name: "Location"), relativeTo: endpoint)
+    }
+
+    /// The server's offset for the upload (`HEAD`); `nil` when the upload is gone or is
+    /// not this file's (another length).
+    private func serverOffset(_ url: URL, size: Int64) async throws -> Int64? {
+        let response = try await HTTPCalls.execute(client, request(.HEAD, url), timeout: .seconds(60))
+        if [404, 410, 403].contains(Int(response.status.code)) { return nil }
+        guard (200..<300).contains(Int(response.status.code)) else { throw HTTPCalls.failure("asking the tus server for the offset", response, "") }
+        let offset = try TusHeaders.offset(response.headers.first(name: "Upload-Offset"))
+        if let length = try TusHeaders.length(response.headers.first(name: "Upload-Length")), length != size { return nil }
+        guard offset <= size else { throw CourierError(.protocolViolation, "the tus server holds \(offset) bytes of a \(size)-byte file") }
+        return offset
+    }
+
+    private func patch(_ url: URL, _ chunk: UploadChunk, checksum: Bool, tally: RequestTally) async throws -> TusPatchOutcome {
+        var r = request(.PATCH, url)
+        r.headers.add(name: "Upload-Offset", value: String(chunk.offset))
+        r.headers.add(name: "Content-Type", value: "application/offset+octet-stream")
+        r.headers.add(name: "Content-Length", value: String(chunk.length))
+        if checksum { r.headers.add(name: "Upload-Checksum", value: "sha1 \(chunk.sha1Base64)") }
+        r.body = .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length))
+        let response = try await HTTPCalls.execute(client, r, timeout: .seconds(300))
+        _ = try await HTTPCalls.text(response)
+        return try TusPatchOutcome.judge(status: Int(response.status.code), offsetHeader: response.headers.first(name: "Upload-Offset"),
+                                         sentFrom: chunk.offset, length: chunk.length)
+    }
+
+    /// Termination (`DELETE`): the server may drop the bytes. A failure is logged only.
+    func terminate(_ url: URL) async {
+        do {
+            let response = try await HTTPCalls.execute(client, request(.DELETE, url), timeout: .seconds(30))
+            _ = try await HTTPCalls.text(response)
+        } catch {
+            logger.info("terminating \(url.absoluteString): \(error)")
+        }
+    }
+}
