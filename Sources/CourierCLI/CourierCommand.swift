@@ -15,7 +15,7 @@ struct CourierCommand: AsyncParsableCommand {
         \(ExitCodes.table)
         """,
         version: "0.1.0",
-        subcommands: [Get.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Attachments.self, Doc.self, Media.self, Open.self, Demo.self, Serve.self]
+        subcommands: [Get.self, Put.self, List.self, Status.self, Pause.self, Resume.self, Cancel.self, Attachments.self, Doc.self, Media.self, Open.self, Demo.self, Serve.self]
     )
 
     /// Runs the command; every failure leaves with an `E_` code and its documented exit

@@ -20,6 +20,9 @@ extension AttachmentQueue {
         try await cancelEngineDownloads()   // any the pass started before it saw `clearing`
         let table = self.table
         try await writer.write { db in try db.execute(sql: "DELETE FROM \(table.quoted)") }
+        for upload in try await engineDatabase.uploads() where upload.id.hasPrefix(Self.downloadID("")) {
+            try await engineDatabase.deleteUpload(id: upload.id)   // owed no more: the sweep aborts their parts
+        }
         failures.removeAll()
         notBefore.removeAll()
         lastWatchedIDs = nil
@@ -32,7 +35,7 @@ extension AttachmentQueue {
     /// Cancels every download the engine holds for an attachment (running, queued or left
     /// with a partial file by an earlier process): record and partial file go.
     func cancelEngineDownloads() async throws {
-        guard let downloader, let engineDatabase else { return }
+        guard let downloader else { return }
         for record in try await engineDatabase.allRecords() where record.id.hasPrefix(Self.downloadID("")) {
             try await downloader.cancel(id: record.id)
         }

@@ -24,11 +24,39 @@ extension AttachmentQueue {
             throw CourierError(.fileNotFound, "the file of attachment \(attachment.id) is missing; nothing to upload")
         }
         let storage = self.storage
+        let journal = uploadJournal(for: attachment)
         let size = try await localStorage.withReadableFile(uri) { file in
-            try await storage.upload(fileAt: file, attachment: attachment)
+            if let resumable = storage as? any ResumableUploadStorage {
+                try await resumable.upload(fileAt: file, attachment: attachment, journal: journal)
+            } else {
+                try await storage.upload(fileAt: file, attachment: attachment)
+            }
             return PartialFile.length(at: file)
         }
         try await markSynced(attachment, localURI: uri, size: size)
+    }
+
+    /// The journal of an attachment's upload: its record in the app's database, so a
+    /// killed upload goes on where the server stopped confirming.
+    nonisolated func uploadJournal(for attachment: Attachment) -> UploadJournal {
+        let report = options.uploadProgress
+        return UploadJournal(database: engineDatabase, id: Self.downloadID(attachment.id), progress: report.map { report in
+            { @Sendable progress in report(attachment, progress) }
+        })
+    }
+
+    /// Aborts the S3 multipart uploads under the remote's prefix that are older than
+    /// ``AttachmentQueueOptions/abandonedUploadAge`` and that no upload record still owes.
+    func abortAbandonedUploads() async {
+        guard let age = options.abandonedUploadAge, let s3 = storage as? S3RemoteStorage else { return }
+        do {
+            let owed = Set(try await engineDatabase.uploads().compactMap(\.remoteId))
+            let aborted = try await s3.abortAbandonedUploads(olderThan: age, keeping: owed)
+            if !aborted.isEmpty { logger.info("aborted \(aborted.count) abandoned multipart upload(s)") }
+        } catch {
+            // The sweep saves money, not data: the next start tries again.
+            logger.warning("could not sweep abandoned multipart uploads: \(error)")
+        }
     }
 
     /// Records a finished transfer, only if the attachment is still in the state the
@@ -64,6 +92,8 @@ extension AttachmentQueue {
     nonisolated func remoteDelete(_ attachment: Attachment) async throws {
         try await storage.delete(attachment)
         removeLocalFile(attachment)
+        // An upload that never finished is owed no more (the sweep aborts its parts).
+        try await engineDatabase.deleteUpload(id: Self.downloadID(attachment.id))
         let table = self.table
         try await writer.write { db in
             if let current = try table.fetch(db, id: attachment.id), current.state == .queuedDelete { try table.delete(db, id: attachment.id) }

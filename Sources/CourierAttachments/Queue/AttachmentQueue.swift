@@ -25,8 +25,9 @@ public actor AttachmentQueue {
     let errorHandler: (any SyncErrorHandler)?
     let logger: Logger
     let downloader: Downloader?
-    /// The engine's store (the app's database): lists the engine's attachment downloads.
-    let engineDatabase: CourierDatabase?
+    /// The engine's store (the app's database): the engine's attachment downloads, and the
+    /// records of resumable uploads (``UploadRecord``, id `attachment:<id>`).
+    let engineDatabase: CourierDatabase
 
     var syncTask: Task<Void, Never>?
     var passRequested = false
@@ -71,6 +72,8 @@ public actor AttachmentQueue {
         do { try table.migrator().migrate(database) } catch {
             throw CourierError(.database, "cannot create the attachments table", underlying: error)
         }
+        let store = try CourierDatabase(writer: database)
+        engineDatabase = store
         if let resumable = remoteStorage as? any ResumableRemoteStorage {
             var config = DownloaderConfiguration(rootDirectory: self.localStorage.stagingDirectory)
             config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
@@ -82,12 +85,9 @@ public actor AttachmentQueue {
                 let id = String(record.id.dropFirst("attachment:".count))
                 return try await writer.read { db in try table.fetch(db, id: id) } ?? Attachment(id: id, filename: record.localFinalPath, state: .queuedDownload)
             }
-            let store = try CourierDatabase(writer: database)
-            engineDatabase = store
             downloader = Downloader(configuration: config, database: store, transport: transport,
                                     urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
-            engineDatabase = nil
             downloader = nil
         }
     }
@@ -120,6 +120,7 @@ public actor AttachmentQueue {
     func startCommon() async throws {
         stopped = false
         try await verifyAttachments()
+        await abortAbandonedUploads()
         let quoted = table.quoted
         let observation = ValueObservation.tracking { db in
             try String.fetchAll(db, sql: "SELECT id || ':' || state FROM \(quoted) WHERE state IN (0, 1, 2) ORDER BY id")

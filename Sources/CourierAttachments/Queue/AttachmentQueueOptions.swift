@@ -23,6 +23,13 @@ public struct AttachmentQueueOptions: Sendable {
     /// How the resumable engine behaves for downloads (its root is the local storage's
     /// ``LocalStorage/stagingDirectory``: the attachments directory by default).
     public var downloadConfiguration: (@Sendable (inout DownloaderConfiguration) -> Void)? = nil
+    /// Hears how far each upload is (a remote that resumes uploads, ``ResumableUploadStorage``,
+    /// reports as bytes go up; others report nothing).
+    public var uploadProgress: (@Sendable (Attachment, UploadProgress) -> Void)? = nil
+    /// S3 multipart uploads under the remote's prefix begun longer ago than this, and no
+    /// longer owed by this queue, are aborted when syncing starts (default 7 days; `nil`:
+    /// never), so the bucket does not keep paying for parts nobody will complete.
+    public var abandonedUploadAge: TimeInterval? = 7 * 24 * 3600
 
     /// The defaults.
     public init() {}

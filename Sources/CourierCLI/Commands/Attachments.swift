@@ -9,7 +9,7 @@ struct AttachmentOptions: ParsableArguments {
     @Option(name: .long, help: "The app's database file (the attachments table lives there).")
     var db: String
 
-    @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…&region=… (AWS_* credentials), or file:///dir.")
+    @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…&region=… (AWS_* credentials), tus+http(s)://endpoint?files=http(s)://where-files-are-served, or file:///dir.")
     var remote: String
 
     @Option(name: .long, help: "The attachments directory (default: 'attachments' beside the database).")
@@ -24,7 +24,8 @@ struct AttachmentOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the queue and the engine do.")
     var verbose = false
 
-    func open(parallel: Int = 4, transport: (any HTTPTransport)? = nil) throws -> (DatabasePool, AttachmentQueue) {
+    func open(parallel: Int = 4, transport: (any HTTPTransport)? = nil,
+              uploadProgress: (@Sendable (Attachment, UploadProgress) -> Void)? = nil) throws -> (DatabasePool, AttachmentQueue) {
         let dbURL = URL(fileURLWithPath: db).standardizedFileURL
         var config = Configuration()
         config.busyMode = .timeout(10)
@@ -37,6 +38,7 @@ struct AttachmentOptions: ParsableArguments {
         options.tableName = table
         options.syncInterval = .zero
         options.maxConcurrentTransfers = max(1, parallel)
+        options.uploadProgress = uploadProgress
         let queue = try AttachmentQueue(database: pool, directory: directory, remoteStorage: try storage(), options: options,
                                         transport: transport, logger: makeLogger(verbose: verbose))
         return (pool, queue)
@@ -125,7 +127,11 @@ struct Attachments: AsyncParsableCommand {
 
         func run() async throws {
             do {
-                let (pool, queue) = try options.open(parallel: sync.parallel, transport: stack.transport())
+                let bars = UploadBars()
+                let (pool, queue) = try options.open(parallel: sync.parallel, transport: stack.transport()) { attachment, progress in
+                    bars.show(attachment.filename, progress)
+                }
+                defer { bars.finish() }
                 if let items = try await sync.watchedItems(pool) { try await queue.reconcile(items) }
                 try await queue.startSync()
                 await queue.sync()
@@ -181,6 +187,7 @@ enum RemoteOption {
             guard let colon = h.firstIndex(of: ":") else { throw CourierError(.invalidArgument, "a header is 'Name: value'") }
             return (String(h[..<colon]).trimmingCharacters(in: .whitespaces), String(h[h.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
         }
+        if remote.hasPrefix("tus+") { return try TusRemoteStorage(url: remote, headers: parsed) }
         return try HTTPRemoteStorage(baseURL: remote, headers: parsed)
     }
 }
