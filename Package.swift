@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCLI", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCLI", "CourierAttachments", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
                     exclude: ["HelpSnapshots"]),
     ]
 )

@@ -1,6 +1,7 @@
 import Courier
 import CourierOrigin
 import Crypto
+import CourierTestSupport
 import Foundation
 import GRDB
 import Testing

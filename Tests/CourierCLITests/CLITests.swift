@@ -51,12 +51,12 @@ import Glibc
     }
 
     /// Starts the binary; returns the process and its output pipes.
-    static func launch(_ args: [String], cwd: URL? = nil) throws -> (Process, Pipe, Pipe) {
+    static func launch(_ args: [String], cwd: URL? = nil, environment extra: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary)
         p.arguments = args
         if let cwd { p.currentDirectoryURL = cwd }
-        var env = ProcessInfo.processInfo.environment
+        var env = ProcessInfo.processInfo.environment.merging(extra) { $1 }
         env["TERM"] = "dumb"
         p.environment = env
         let out = Pipe(), err = Pipe()
@@ -69,8 +69,8 @@ import Glibc
     /// Runs the binary to the end. The waiting happens on a Dispatch thread, never on
     /// Swift's cooperative pool: the origin these tests talk to runs in this process and
     /// needs those (two, on this machine) threads to answer the child we wait for.
-    static func run(_ args: [String], cwd: URL? = nil) async throws -> Result {
-        let (p, out, err) = try launch(args, cwd: cwd)
+    static func run(_ args: [String], cwd: URL? = nil, environment: [String: String] = [:]) async throws -> Result {
+        let (p, out, err) = try launch(args, cwd: cwd, environment: environment)
         return await finish(p, out, err)
     }
 

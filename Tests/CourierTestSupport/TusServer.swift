@@ -75,7 +75,8 @@ public final class TusServer: @unchecked Sendable { // set once, then read-only
     }
 }
 
-private func isListening(port: Int) -> Bool {
+/// Whether something accepts connections on the loopback port.
+func isListening(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var addr = sockaddr_in()

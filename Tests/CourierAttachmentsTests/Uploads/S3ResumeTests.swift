@@ -1,5 +1,6 @@
 import Courier
 import Crypto
+import CourierTestSupport
 import Foundation
 import Testing
 @testable import CourierAttachments

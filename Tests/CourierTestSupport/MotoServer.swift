@@ -5,12 +5,12 @@ import Glibc
 
 /// A real S3-compatible server for the tests: the endpoint `scripts/test` started
 /// ($COURIER_S3_ENDPOINT), else a `moto_server` this process starts on a free loopback port.
-final class MotoServer: @unchecked Sendable { // set once, then read-only
-    static let shared = MotoServer()
-    private(set) var endpoint: URL?
+public final class MotoServer: @unchecked Sendable { // set once, then read-only
+    public static let shared = MotoServer()
+    public private(set) var endpoint: URL?
     /// The server's request log (one line per request, with its status): what the server
     /// received, read by the tests that measure an upload from the server's side.
-    private(set) var log: URL?
+    public private(set) var log: URL?
     private var process: Process?
 
     private init() {
@@ -39,34 +39,22 @@ final class MotoServer: @unchecked Sendable { // set once, then read-only
         process = p
         let url = URL(string: "http://127.0.0.1:\(port)")!
         for _ in 0..<100 {
-            if Self.isUp(port: port) { endpoint = url; break }
+            if isListening(port: port) { endpoint = url; break }
             usleep(100_000)
         }
         atexit { MotoServer.shared.process?.interrupt() }
     }
 
-    var isAvailable: Bool { endpoint != nil }
+    public var isAvailable: Bool { endpoint != nil }
 
     /// The part numbers the server accepted (200) for `bucket/key`, one entry per request,
     /// from its log; `nil` when there is no log.
-    func acceptedParts(bucket: String, key: String) -> [Int]? {
+    public func acceptedParts(bucket: String, key: String) -> [Int]? {
         guard let log, let text = try? String(contentsOf: log, encoding: .utf8) else { return nil }
         let prefix = "\"PUT /\(bucket)/\(key)?partNumber="
         return text.split(separator: "\n").compactMap { line -> Int? in
             guard let start = line.range(of: prefix), line.hasSuffix("\" 200 -") else { return nil }
             return Int(line[start.upperBound...].prefix { $0.isNumber })
-        }
-    }
-
-    private static func isUp(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &addr) { ptr in
-            ptr.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
     }
 }
