@@ -151,4 +151,32 @@ import Glibc
         }
         try await s.shutdown()
     }
+
+    @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
+    func severalFilesToAPrefixAndBadInputGetCodes() async throws {
+        let dir = temporaryFolder("courier-put-many")
+        let (a, shaA) = try Self.file(dir, "a.jpg", size: 70_000, seed: 1)
+        let (b, shaB) = try Self.file(dir, "b.jpg", size: 6 << 20, seed: 2)
+        let bucket = "many-\(UUID().uuidString.prefix(8).lowercased())"
+        let s = try await s3(bucket)
+        let db = dir.appendingPathComponent("courier.sqlite").path
+        let prefix = "s3://\(bucket)/photos/?endpoint=\(MotoServer.shared.endpoint!.absoluteString)"
+        let both = try await CLITests.run(["put", a.path, b.path, prefix, "--db", db, "--part-size", "5M"], environment: aws)
+        #expect(both.status == 0, "\(both.stderr)")
+        #expect(both.stdout.split(separator: "\n") == ["s3://\(bucket)/photos/a.jpg", "s3://\(bucket)/photos/b.jpg"])
+        #expect(try await objectSHA256(s, "photos/a.jpg", dir) == shaA)
+        #expect(try await objectSHA256(s, "photos/b.jpg", dir) == shaB)
+
+        let notPrefix = try await CLITests.run(["put", a.path, b.path, "s3://\(bucket)/one-key", "--db", db], environment: aws)
+        #expect(notPrefix.status == 64 && notPrefix.stderr.contains("prefix ending in /"))
+        let missing = try await CLITests.run(["put", dir.appendingPathComponent("nope.bin").path, prefix, "--db", db], environment: aws)
+        #expect(missing.status == 5 && missing.stderr.contains("E_FNF"), "\(missing.stderr)")
+        let scheme = try await CLITests.run(["put", a.path, "ftp://example.com/x", "--db", db])
+        #expect(scheme.status == 64 && scheme.stderr.contains("E_INVALID_URL"), "\(scheme.stderr)")
+        let noCredentials = try await CLITests.run(["put", a.path, prefix, "--db", db], environment: ["AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""])
+        #expect(noCredentials.status == 64 && noCredentials.stderr.contains("AWS_ACCESS_KEY_ID"), "\(noCredentials.stderr)")
+        let onlyFile = try await CLITests.run(["put", a.path, "--db", db])
+        #expect(onlyFile.status == 64)
+        try await s.shutdown()
+    }
 }

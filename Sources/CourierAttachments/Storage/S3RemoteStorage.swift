@@ -56,7 +56,7 @@ public struct S3Configuration: Sendable {
             throw CourierError(.invalidURL, "an S3 remote is s3://bucket/prefix?endpoint=…&region=…")
         }
         let q = Dictionary((c.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        guard let key = environment["AWS_ACCESS_KEY_ID"], let secret = environment["AWS_SECRET_ACCESS_KEY"] else {
+        guard let key = environment["AWS_ACCESS_KEY_ID"], !key.isEmpty, let secret = environment["AWS_SECRET_ACCESS_KEY"], !secret.isEmpty else {
             throw CourierError(.invalidArgument, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for an S3 remote")
         }
         let endpoint = (q["endpoint"] ?? environment["AWS_ENDPOINT_URL"]).flatMap { URL(string: $0) }

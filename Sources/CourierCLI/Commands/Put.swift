@@ -6,34 +6,34 @@ import Foundation
 
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload a file to S3 or a tus server; run it again after an interruption and it resumes.",
+        abstract: "Upload files to S3 or a tus server; run it again after an interruption and it resumes.",
         discussion: """
-        s3://bucket/key?endpoint=…&region=… is an S3 multipart upload (credentials from \
-        AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); a key ending in / gets the file's name. \
-        http(s)://… is a tus 1.0 creation URL. The upload's state (the S3 upload id and each \
-        part the server confirmed, or the tus upload URL and offset) is kept in the database, so \
-        after Ctrl-C, a kill or a lost connection the same command sends only what the server \
-        does not hold. A file changed since the upload began is uploaded again from the start, \
-        never completed as a mix of two versions.
+        The last argument says where. s3://bucket/key?endpoint=…&region=… is an S3 upload \
+        (multipart past --part-size; credentials from AWS_ACCESS_KEY_ID and \
+        AWS_SECRET_ACCESS_KEY); a key ending in / is a prefix the files' names are added to \
+        (required with several files). http(s)://… is a tus 1.0 creation URL: each file is its \
+        own upload. The state of each upload (the S3 upload id and each part the server \
+        confirmed, or the tus upload URL and offset) is kept in the database, so after Ctrl-C, \
+        a kill or a lost connection the same command sends only what the server does not hold. \
+        A file changed since its upload began is uploaded again from the start, never completed \
+        as a mix of two versions. Prints where each file now is, one per line.
         """)
 
-    @Argument(help: "The file to upload.")
-    var file: String
+    @Argument(help: ArgumentHelp("The files to upload, then where to: s3://bucket/key (a prefix ending in / for several files) or a tus creation URL.",
+                                 valueName: "file-then-url"))
+    var arguments: [String] = []
 
-    @Argument(help: "s3://bucket/key or a tus creation URL (http or https).")
-    var url: String
-
-    @Option(name: .long, help: "S3 part size or tus chunk size (5M to 5G for S3): what an interruption can cost at most.")
+    @Option(name: .long, help: "S3 part size or tus chunk size (5M or more for S3): what an interruption can cost at most.")
     var partSize: ByteSize = ByteSize(bytes: 8 << 20)
 
-    @Option(name: [.customShort("x"), .customLong("connections")], help: "S3 parts sent at once (1-16).")
+    @Option(name: [.customShort("x"), .customLong("connections")], help: "S3 parts of one file sent at once (1-16).")
     var connections: Int = 4
+
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: "Files uploaded at once.")
+    var jobs: Int = 8
 
     @Option(name: [.customShort("H"), .customLong("header")], help: "A header to send to a tus server, \"Name: value\" (repeatable); never stored.")
     var headers: [String] = []
-
-    @Option(name: .long, help: "The name the tus server is told (Upload-Metadata filename; default: the file's name).")
-    var name: String?
 
     @Flag(name: .shortAndLong, help: "No progress output.")
     var quiet = false
@@ -43,71 +43,146 @@ struct Put: AsyncParsableCommand {
 
     @OptionGroup var store: StoreOptions
 
+    var files: [String] { Array(arguments.dropLast()) }
+    var url: String { arguments.last ?? "" }
+
     func validate() throws {
+        if arguments.count < 2 { throw ValidationError("Give one or more files, then the URL to upload them to.") }
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
+        if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if partSize.bytes < 1 { throw ValidationError("--part-size must be at least one byte.") }
+        if files.count > 1, url.hasPrefix("s3://"), !(URLComponents(string: url)?.path ?? "").hasSuffix("/") {
+            throw ValidationError("With several files, the S3 URL is a prefix ending in / (s3://bucket/dir/).")
+        }
         _ = try Get.parseHeaders(headers)
     }
 
     func run() async throws {
-        Interrupts.shared.install()   // Ctrl-C stops the upload; the same command resumes it
+        Interrupts.shared.install()   // Ctrl-C stops the uploads; the same command resumes them
         do {
-            let source = try UploadSource(url: URL(fileURLWithPath: file))
-            let id = "put:" + SHA256.hash(data: Data("\(source.url.path)\n\(url)".utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
-            let database = try store.open()
-            let label = source.url.lastPathComponent
-            let bars = UploadBars()
-            let quiet = self.quiet
-            if !quiet, let kept = try await database.upload(id: id), kept.record.confirmedBytes > 0 {
-                Terminal.error("Resuming \(label): the server confirmed \(Format.bytes(kept.record.confirmedBytes)) before.")
+            let sources = try files.map { try UploadSource(url: URL(fileURLWithPath: $0)) }
+            let names = sources.map(\.url.lastPathComponent)
+            if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }), url.hasPrefix("s3://") {
+                throw CourierError(.invalidArgument, "two files are named \(duplicate): they would go to the same key")
             }
-            let show: @Sendable (UploadProgress) -> Void = { progress in bars.show(label, progress) }
-            let report = quiet ? nil : show
-            let journal = UploadJournal(database: database, id: id, progress: report)
-            let upload = Task { try await send(source, journal: journal) }
-            Interrupts.shared.onInterrupt { upload.cancel() }
-            let result = await upload.result
-            bars.finish()
+            let destination = try PutDestination(url, partSize: partSize.bytes, connections: connections, headers: Get.parseHeaders(headers),
+                                                 logger: makeLogger(verbose: verbose))
+            let database = try store.open()
+            let work = Task { try await upload(sources, to: destination, database: database) }
+            Interrupts.shared.onInterrupt { work.cancel() }
+            let outcomes = await work.result
+            try? await destination.shutdown()   // the uploads' own outcomes are what count; the process ends next
             if Interrupts.shared.isSet {
                 Terminal.error("courier: interrupted; run the same command to resume (the server keeps what it confirmed)")
                 throw ExitCode(ExitCodes.interrupted)
             }
-            let location = try result.get()
-            if !quiet { Terminal.error("Uploaded \(label) (\(Format.bytes(source.size))).") }
-            Terminal.out(location)
+            var firstFailure: CourierError?
+            for (source, outcome) in zip(sources, try outcomes.get()) {
+                switch outcome {
+                case .success(let location): Terminal.out(location)
+                case .failure(let error):
+                    let courierError = error as? CourierError ?? CourierError(.unexpected, "\(error)")
+                    Terminal.error("courier: \(source.url.lastPathComponent): \(courierError.code.rawValue): \(courierError.message)")
+                    firstFailure = firstFailure ?? courierError
+                }
+            }
+            if let firstFailure { throw ExitCode(ExitCodes.code(for: firstFailure.code)) }
         } catch let error as CourierError { throw failure(error) }
     }
 
-    /// Sends the file; returns where it now is.
-    private func send(_ source: UploadSource, journal: UploadJournal) async throws -> String {
-        let logger = makeLogger(verbose: verbose)
+    /// Uploads every file, `jobs` at once; one outcome per file, in order.
+    private func upload(_ sources: [UploadSource], to destination: PutDestination, database: CourierDatabase) async throws -> [Result<String, any Error>] {
+        let bars = UploadBars()
+        let single = sources.count == 1
+        let quiet = self.quiet
+        var outcomes = [Result<String, any Error>?](repeating: nil, count: sources.count)
+        try await withThrowingTaskGroup(of: (Int, Result<String, any Error>).self) { group in
+            var next = sources.indices.makeIterator()
+            func start(_ index: Int) {
+                let source = sources[index]
+                group.addTask {
+                    let id = "put:" + SHA256.hash(data: Data("\(source.url.path)\n\(destination.target(for: source))".utf8)).prefix(8)
+                        .map { String(format: "%02x", $0) }.joined()
+                    let label = source.url.lastPathComponent
+                    if !quiet, let kept = try await database.upload(id: id), kept.record.confirmedBytes > 0 {
+                        Terminal.error("Resuming \(label): the server confirmed \(Format.bytes(kept.record.confirmedBytes)) before.")
+                    }
+                    let show: @Sendable (UploadProgress) -> Void = { progress in bars.show(label, progress) }
+                    let journal = UploadJournal(database: database, id: id, progress: quiet || !single ? nil : show)
+                    do {
+                        let location = try await destination.upload(source, journal: journal)
+                        if !quiet { Terminal.error("Uploaded \(label) (\(Format.bytes(source.size))).") }
+                        return (index, .success(location))
+                    } catch {
+                        return (index, .failure(error))
+                    }
+                }
+            }
+            for _ in 0..<jobs { if let index = next.next() { start(index) } }
+            while let (index, outcome) = try await group.next() {
+                outcomes[index] = outcome
+                if let index = next.next() { start(index) }
+            }
+        }
+        bars.finish()
+        return outcomes.map { $0 ?? .failure(CourierError(.cancelled, "not uploaded")) }
+    }
+}
+
+/// Where `courier put` sends files: an S3 bucket (a key, or a prefix) or a tus endpoint.
+private enum PutDestination: Sendable {
+    case s3(S3RemoteStorage, bucket: String, key: String)
+    case tus(TusUploader)
+
+    init(_ url: String, partSize: Int64, connections: Int, headers: [(name: String, value: String)], logger: Logger) throws {
         if url.hasPrefix("s3://") {
             guard var c = URLComponents(string: url) else { throw CourierError(.invalidURL, "not an S3 URL: \(url)") }
-            var key = String(c.path.drop(while: { $0 == "/" }))
-            if key.isEmpty || key.hasSuffix("/") { key += source.url.lastPathComponent }
+            let key = String(c.path.drop(while: { $0 == "/" }))
             c.path = ""
             var configuration = try S3Configuration(url: c.string ?? url)
             configuration.prefix = ""
-            configuration.partSize = max(5 << 20, partSize.bytes)
+            configuration.partSize = max(5 << 20, partSize)
             configuration.multipartThreshold = configuration.partSize
             configuration.uploadConcurrency = connections
-            let s3 = S3RemoteStorage(configuration: configuration, logger: logger)
-            let sent = await outcome { try await s3.upload(fileAt: source.url, attachment: Attachment(id: journal.id, filename: key, state: .queuedUpload), journal: journal) }
-            try? await s3.shutdown()   // the upload's own outcome is what counts; the process ends next
-            try sent.get()
-            return "s3://\(configuration.bucket)/\(key)"
+            self = .s3(S3RemoteStorage(configuration: configuration, logger: logger), bucket: configuration.bucket, key: key)
+            return
         }
         guard let endpoint = URL(string: url), ["http", "https"].contains(endpoint.scheme?.lowercased() ?? "") else {
             throw CourierError(.invalidURL, "courier put sends to s3://bucket/key or to a tus creation URL (http or https): \(url)")
         }
-        let tus = try TusUploader(endpoint: endpoint, headers: try Get.parseHeaders(headers), chunkSize: partSize.bytes, logger: logger)
-        let sent = await outcome { try await tus.upload(source.url, metadata: ["filename": name ?? source.url.lastPathComponent], journal: journal) }
-        try? await tus.shutdown()   // the upload's own outcome is what counts; the process ends next
-        return try sent.get().absoluteString
+        self = .tus(try TusUploader(endpoint: endpoint, headers: headers, chunkSize: partSize, logger: logger))
+    }
+
+    /// The key a file goes to (S3), or the endpoint (tus): part of the upload's id.
+    func target(for source: UploadSource) -> String {
+        switch self {
+        case let .s3(_, bucket, key): return "s3://\(bucket)/\(objectKey(for: source, key))"
+        case let .tus(uploader): return uploader.endpoint.absoluteString
+        }
+    }
+
+    private func objectKey(for source: UploadSource, _ key: String) -> String {
+        key.isEmpty || key.hasSuffix("/") ? key + source.url.lastPathComponent : key
+    }
+
+    /// Uploads one file; returns where it now is.
+    func upload(_ source: UploadSource, journal: UploadJournal) async throws -> String {
+        switch self {
+        case let .s3(storage, bucket, prefixOrKey):
+            let key = objectKey(for: source, prefixOrKey)
+            try await storage.upload(fileAt: source.url, attachment: Attachment(id: journal.id, filename: key, state: .queuedUpload), journal: journal)
+            return "s3://\(bucket)/\(key)"
+        case let .tus(uploader):
+            return try await uploader.upload(source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal).absoluteString
+        }
+    }
+
+    func shutdown() async throws {
+        switch self {
+        case let .s3(storage, _, _): try await storage.shutdown()
+        case let .tus(uploader): try await uploader.shutdown()
+        }
     }
 }
 
-/// What an async call ended with, so cleanup can run before the error leaves.
-private func outcome<T: Sendable>(_ body: () async throws -> T) async -> Result<T, any Error> {
-    do { return .success(try await body()) } catch { return .failure(error) }
-}
+import Logging
