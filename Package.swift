@@ -119,7 +119,7 @@ let package = Package(
         // Helpers the test targets share (not a test target itself).
         .target(name: "CourierTestSupport", dependencies: ["Courier"], path: "Tests/CourierTestSupport"),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
-        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),

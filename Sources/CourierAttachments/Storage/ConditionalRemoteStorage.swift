@@ -16,6 +16,9 @@ extension CourierError.Code {
     /// The remote object changed since the local copy was taken: the upload was refused
     /// (HTTP 412) and nothing was overwritten.
     public static let conflict = Self(rawValue: "E_CONFLICT")
+    /// The file changed while it was being uploaded (size or modification time), twice in
+    /// one call: nothing was completed from it.
+    public static let sourceChanged = Self(rawValue: "E_SOURCE_CHANGED")
 }
 
 /// A remote storage that tells an object's current version and uploads under a

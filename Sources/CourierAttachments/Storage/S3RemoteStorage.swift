@@ -150,7 +150,9 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
             return try await upload(fileAt: file, attachment: attachment, precondition: precondition, journal: journal)
         } catch {
             if let uploadID = try? await journal.database.upload(id: journal.id)?.record.remoteId {   // an in-memory read; the upload already failed with its own error
-                await abortQuietly(key: try key(for: attachment), uploadID: uploadID)
+                // Not cancelled with the caller (Ctrl-C): the abort itself must go out.
+                let key = try key(for: attachment)
+                await Task { await self.abortQuietly(key: key, uploadID: uploadID) }.value
             }
             throw error
         }
@@ -165,7 +167,10 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
     }
 
     /// The number of parts a file of `size` bytes is sent in.
-    public func partCount(forSize size: Int64) -> Int { Int((size + configuration.partSize - 1) / configuration.partSize) }
+    public func partCount(forSize size: Int64) -> Int {
+        let part = partSize(forSize: size)
+        return Int((size + part - 1) / part)
+    }
 
     /// GETs the object into `destination` (the queue uses the resumable engine instead).
     public func download(_ attachment: Attachment, to destination: URL) async throws {

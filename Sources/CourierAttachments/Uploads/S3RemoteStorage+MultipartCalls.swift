@@ -82,6 +82,22 @@ extension S3RemoteStorage {
     @discardableResult
     public func abortAbandonedUploads(olderThan age: TimeInterval, keeping: Set<String> = [], now: Date = Date()) async throws -> [String] {
         var aborted: [String] = []
+        for upload in try await multipartUploads() where !keeping.contains(upload.uploadID) {
+            guard let initiated = upload.initiated, now.timeIntervalSince(initiated) >= age else { continue }
+            await abortQuietly(key: upload.key, uploadID: upload.uploadID)
+            aborted.append(upload.uploadID)
+        }
+        return aborted
+    }
+
+    /// The multipart uploads under this adapter's prefix, as `(key, uploadID)`.
+    public func pendingMultipartUploads() async throws -> [(key: String, uploadID: String)] {
+        try await multipartUploads().map { ($0.key, $0.uploadID) }
+    }
+
+    /// `ListMultipartUploads` under the prefix, every page.
+    private func multipartUploads() async throws -> [(key: String, uploadID: String, initiated: Date?)] {
+        var uploads: [(key: String, uploadID: String, initiated: Date?)] = []
         var keyMarker: String?, idMarker: String?
         repeat {
             var query = "prefix=\(SigV4Signer.uriEncode(configuration.prefix))&uploads="
@@ -89,27 +105,14 @@ extension S3RemoteStorage {
             if let idMarker { query += "&upload-id-marker=\(SigV4Signer.uriEncode(idMarker))" }
             let xml = try await listPage(query: query)
             for block in Self.xmlBlocks("Upload", in: xml) {
-                guard let key = Self.xmlValue("Key", in: block).map(Self.xmlUnescape), let id = Self.xmlValue("UploadId", in: block).map(Self.xmlUnescape),
-                      !keeping.contains(id) else { continue }
-                let initiated = Self.xmlValue("Initiated", in: block).flatMap(Self.isoDate)
-                guard let initiated, now.timeIntervalSince(initiated) >= age else { continue }
-                await abortQuietly(key: key, uploadID: id)
-                aborted.append(id)
+                guard let key = Self.xmlValue("Key", in: block).map(Self.xmlUnescape), let id = Self.xmlValue("UploadId", in: block).map(Self.xmlUnescape) else { continue }
+                uploads.append((key, id, Self.xmlValue("Initiated", in: block).flatMap(Self.isoDate)))
             }
             let truncated = Self.xmlValue("IsTruncated", in: xml) == "true"
-            keyMarker = truncated ? Self.xmlValue("NextKeyMarker", in: xml) : nil
-            idMarker = truncated ? Self.xmlValue("NextUploadIdMarker", in: xml) : nil
+            keyMarker = truncated ? Self.xmlValue("NextKeyMarker", in: xml).map(Self.xmlUnescape) : nil
+            idMarker = truncated ? Self.xmlValue("NextUploadIdMarker", in: xml).map(Self.xmlUnescape) : nil
         } while keyMarker != nil
-        return aborted
-    }
-
-    /// The multipart uploads under this adapter's prefix, as `(key, uploadID)`.
-    public func pendingMultipartUploads() async throws -> [(key: String, uploadID: String)] {
-        let xml = try await listPage(query: "prefix=\(SigV4Signer.uriEncode(configuration.prefix))&uploads=")
-        return Self.xmlBlocks("Upload", in: xml).compactMap { block in
-            guard let key = Self.xmlValue("Key", in: block), let id = Self.xmlValue("UploadId", in: block) else { return nil }
-            return (Self.xmlUnescape(key), Self.xmlUnescape(id))
-        }
+        return uploads
     }
 
     static func xmlEscape(_ text: String) -> String {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Courier
+import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -18,26 +19,39 @@ extension S3RemoteStorage: ResumableUploadStorage {
     /// same file and key: one PUT up to ``S3Configuration/multipartThreshold``, a multipart
     /// upload past it. Every part carries `Content-MD5` and its signed SHA-256, and a reply
     /// whose ETag is not the part's MD5 fails with `E_CHECKSUM_MISMATCH`. A 412 is
-    /// `E_CONFLICT`. Returns the new ETag; the record is deleted once the object is there.
+    /// `E_CONFLICT`. A file that changes while it goes up is uploaded again from the start
+    /// (once; a second change fails with `E_READ`). Returns the new ETag; the record is
+    /// deleted once the object is there.
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition, journal: UploadJournal) async throws -> String? {
-        let source = try UploadSource(url: file)
         let key = try key(for: attachment)
         var headers: [(String, String)] = []
         if let type = attachment.mediaType { headers.append(("Content-Type", type)) }
-        if source.size <= configuration.multipartThreshold {
-            let etag = try await putWhole(source, key: key, headers: headers, precondition: precondition, journal: journal)
-            try await journal.database.deleteUpload(id: journal.id)
-            return etag
-        }
-        // Checked before any part is sent (no bandwidth spent on a conflict), and again by S3
-        // itself on CompleteMultipartUpload, which is what makes it atomic.
-        try precondition.check(current: try await version(of: attachment), key)
-        do {
-            return try await multipart(source, key: key, headers: headers, precondition: precondition, journal: journal)
-        } catch let error as CourierError where error.code == .remoteNotFound {
-            // The upload vanished under us (aborted by a sweep, expired): once more, from zero.
-            try await journal.database.deleteUpload(id: journal.id)
-            return try await multipart(source, key: key, headers: headers, precondition: precondition, journal: journal)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let source = try UploadSource(url: file)
+            do {
+                if source.size <= configuration.multipartThreshold {
+                    let etag = try await putWhole(source, key: key, headers: headers, precondition: precondition, journal: journal)
+                    try await journal.database.deleteUpload(id: journal.id)
+                    return etag
+                }
+                // Checked before any part is sent (no bandwidth spent on a conflict), and again
+                // by S3 itself on CompleteMultipartUpload, which is what makes it atomic.
+                try precondition.check(current: try await version(of: attachment), key)
+                return try await multipart(source, key: key, headers: headers, precondition: precondition, journal: journal)
+            } catch let error as CourierError where error.code == .remoteNotFound && attempt == 1 {
+                // The upload vanished under us (aborted by a sweep, expired): once more, from zero.
+                logger.notice("starting \(key) again: \(error.message)")
+                try await journal.database.deleteUpload(id: journal.id)
+            } catch let changed as UploadSource.Changed {
+                if let uploadID = try await journal.database.upload(id: journal.id)?.record.remoteId {
+                    await abortQuietly(key: key, uploadID: uploadID)
+                }
+                try await journal.database.deleteUpload(id: journal.id)
+                guard attempt == 1 else { throw changed.error }
+                logger.notice("starting \(key) again: \(changed.error.message)")
+            }
         }
     }
 
@@ -53,44 +67,59 @@ extension S3RemoteStorage: ResumableUploadStorage {
         if response.status == .preconditionFailed { throw precondition.conflict(key) }
         guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
         let etag = response.headers.first(name: "ETag")
-        try Self.checkPartETag(etag, chunk, "\(key)")
+        try Self.checkPartETag(etag, response.headers, chunk, key)
+        try source.checkUnchanged()
         counter.confirmed(chunk.length)
         return etag
+    }
+
+    /// The part size for a file: the configured one within S3's limits (5 MiB to 5 GiB),
+    /// grown so that no file needs more than 10,000 parts (the same for the same file, so a
+    /// resume plans the same parts).
+    func partSize(forSize size: Int64) -> Int64 {
+        let configured = min(max(configuration.partSize, 5 << 20), 5 << 30)
+        return max(configured, (size + 9_999) / 10_000)
     }
 
     private func multipart(_ source: UploadSource, key: String, headers: [(String, String)], precondition: UploadPrecondition,
                            journal: UploadJournal) async throws -> String? {
         let db = journal.database
-        let planned = MultipartPlan.parts(size: source.size, partSize: configuration.partSize)
+        let partSize = partSize(forSize: source.size)
+        let planned = MultipartPlan.parts(size: source.size, partSize: partSize)
         let target = "\(configuration.bucket)/\(key)"
         let existing = try await db.upload(id: journal.id)
         var uploadID: String?
         var toSend = planned
         var held: [MultipartPlan.Listed] = []
-        switch UploadResume.decide(record: existing?.record, source: source, kind: .s3, target: target, partSize: configuration.partSize) {
+        switch UploadResume.decide(record: existing?.record, source: source, kind: .s3, target: target, partSize: partSize) {
         case .resume(let id):
             let recorded = existing?.parts ?? []
-            if let listed = try await listParts(key: key, uploadID: id) {
-                let wanted = Set(listed.map(\.number)).union(recorded.map(\.number))
-                let local = try Dictionary(uniqueKeysWithValues: planned.filter { wanted.contains($0.number) }.map {
-                    ($0.number, try source.read(offset: $0.offset, length: $0.length).md5Hex)
-                })
-                switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local) {
-                case let .send(parts, heldParts):
-                    uploadID = id
-                    toSend = parts
-                    held = heldParts
-                    for part in heldParts where !recorded.contains(where: { $0.number == part.number && $0.etag == part.etag }) {
-                        let p = planned[part.number - 1]
-                        try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: p.number, offset: p.offset, size: p.length,
-                                                               etag: part.etag, md5: local[p.number] ?? "", sha256: ""))
-                    }
-                case .restart(let reason):
-                    logger.notice("starting \(key) again: \(reason)")
-                    await abortQuietly(key: key, uploadID: id)
+            guard let listed = try await listParts(key: key, uploadID: id) else {
+                // Gone: completed by a run killed before it could forget the record, or aborted.
+                if let etag = try await completedAlready(key: key, planned: planned, recorded: recorded) {
+                    try await db.deleteUpload(id: journal.id)
+                    return etag
                 }
-            } else {
                 logger.notice("starting \(key) again: the server no longer has upload \(id)")
+                break
+            }
+            let wanted = Set(listed.map(\.number)).union(recorded.map(\.number))
+            let local = try Dictionary(uniqueKeysWithValues: planned.filter { wanted.contains($0.number) }.map {
+                ($0.number, try source.read(offset: $0.offset, length: $0.length).md5Hex)
+            })
+            switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local) {
+            case let .send(parts, heldParts):
+                uploadID = id
+                toSend = parts
+                held = heldParts
+                for part in heldParts where !recorded.contains(where: { $0.number == part.number && $0.etag == part.etag }) {
+                    let p = planned[part.number - 1]
+                    try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: p.number, offset: p.offset, size: p.length,
+                                                           etag: part.etag, md5: local[p.number] ?? "", sha256: ""))
+                }
+            case .restart(let reason):
+                logger.notice("starting \(key) again: \(reason)")
+                await abortQuietly(key: key, uploadID: id)
             }
         case let .restart(reason, abandon):
             if let abandon {
@@ -100,7 +129,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
         }
         if uploadID == nil {
             try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
-                                                  kind: .s3, target: target, partSize: configuration.partSize))
+                                                  kind: .s3, target: target, partSize: partSize))
             let id = try await createMultipart(key: key, headers: headers)
             try await db.noteUploadHandle(id: journal.id, remoteId: id)
             uploadID = id
@@ -119,12 +148,14 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 if let part = next.next() { group.addTask { try await self.sendPart(part, source, key, id, journal, counter) } }
             }
         }
+        try source.checkUnchanged()   // the last look before the parts become the object
         let etag = try await complete(key: key, uploadID: id, etags: etags, precondition: precondition)
         try await db.deleteUpload(id: journal.id)
         return etag
     }
 
-    /// One part: read, hashed, sent with its digests, its ETag checked, then recorded.
+    /// One part: read, hashed, sent with its digests, its ETag checked, then recorded
+    /// (only while the file is still the one the upload began with).
     /// A passing failure (5xx, timeout, a dropped connection) is tried again, twice.
     private func sendPart(_ part: MultipartPlan.Part, _ source: UploadSource, _ key: String, _ uploadID: String,
                           _ journal: UploadJournal, _ counter: UploadCounter) async throws -> (Int, String) {
@@ -142,7 +173,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 guard response.status == .ok, let etag = response.headers.first(name: "ETag") else {
                     throw HTTPCalls.failure("part \(part.number) of \(key)", response, text)
                 }
-                try Self.checkPartETag(etag, chunk, "part \(part.number) of \(key)")
+                try Self.checkPartETag(etag, response.headers, chunk, "part \(part.number) of \(key)")
+                try source.checkUnchanged()
                 try await journal.database.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
                                                                      etag: etag, md5: chunk.md5Hex, sha256: chunk.sha256Hex))
                 counter.confirmed(chunk.length)
@@ -157,13 +189,31 @@ extension S3RemoteStorage: ResumableUploadStorage {
         }
     }
 
-    /// An ETag that is an MD5 (32 hex digits) must be the MD5 of what was sent; others
-    /// (SSE-KMS objects) say nothing about the bytes.
-    static func checkPartETag(_ etag: String?, _ chunk: UploadChunk, _ what: String) throws {
+    /// An ETag that is an MD5 (32 hex digits) must be the MD5 of what was sent, except for
+    /// objects encrypted with KMS or a customer key, whose ETags are not MD5s (S3 checked
+    /// `Content-MD5` itself for those).
+    static func checkPartETag(_ etag: String?, _ headers: HTTPHeaders, _ chunk: UploadChunk, _ what: String) throws {
         guard let etag else { return }
+        let encryption = headers.first(name: "x-amz-server-side-encryption")?.lowercased() ?? ""
+        if encryption.hasPrefix("aws:kms") || headers.first(name: "x-amz-server-side-encryption-customer-algorithm") != nil { return }
         let plain = MultipartPlan.normalizedETag(etag)
         if plain.count == 32, plain.allSatisfy(\.isHexDigit), plain != chunk.md5Hex {
             throw CourierError(.checksumMismatch, "\(what): the server's ETag \(plain) is not the MD5 of the bytes sent (\(chunk.md5Hex))")
         }
+    }
+
+    /// The object's ETag when it is this very upload, completed: a multipart ETag is the MD5
+    /// of the parts' MD5s, then `-<parts>`. `nil` when the object is absent or another one.
+    private func completedAlready(key: String, planned: [MultipartPlan.Part], recorded: [UploadPart]) async throws -> String? {
+        let byNumber = Dictionary(recorded.map { ($0.number, $0.md5) }, uniquingKeysWith: { $1 })
+        var digests = Data()
+        for part in planned {
+            guard let md5 = byNumber[part.number], md5.count == 32 else { return nil }
+            digests.append(contentsOf: stride(from: 0, to: 32, by: 2).compactMap { UInt8(md5.dropFirst($0).prefix(2), radix: 16) })
+        }
+        let expected = Insecure.MD5.hash(data: digests).map { String(format: "%02x", $0) }.joined() + "-\(planned.count)"
+        let response = try await send(.HEAD, objectURL(key: key), timeout: .seconds(60))
+        guard response.status == .ok, let etag = response.headers.first(name: "ETag"), MultipartPlan.normalizedETag(etag) == expected else { return nil }
+        return etag
     }
 }

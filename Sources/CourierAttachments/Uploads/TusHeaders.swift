@@ -78,7 +78,7 @@ public enum TusPatchOutcome: Equatable, Sendable {
     case recreate
     /// The chunk arrived damaged (460 Checksum Mismatch): send it again.
     case resend
-    /// A passing trouble (5xx, 408, 429): back off, ask the offset, go on.
+    /// A passing trouble (5xx, 408, 423, 429): back off, ask the offset, go on.
     case retry
     /// Anything else stands: the upload fails with this status.
     case fail(Int)
@@ -96,7 +96,7 @@ public enum TusPatchOutcome: Equatable, Sendable {
         case 409: return .askOffset
         case 404, 410: return .recreate
         case 460: return .resend
-        case 408, 429, 500...599: return .retry
+        case 408, 423, 429, 500...599: return .retry   // 423: a killed run's request still holds the upload
         default: return .fail(status)
         }
     }

@@ -40,15 +40,28 @@ public final class TusUploader: Sendable {
 
     /// Uploads `file`, going on with the journal's upload when it is the same file going to
     /// the same endpoint and the server still has it. Returns the upload URL; the record is
-    /// deleted once the server holds the whole file.
+    /// deleted once the server holds the whole file. An upload the server lost, or a file
+    /// that changed while it went up, starts again once (`E_REMOTE_NOT_FOUND` or
+    /// `E_SOURCE_CHANGED` the second time).
     public func upload(_ file: URL, metadata: [String: String], journal: UploadJournal) async throws -> URL {
-        let source = try UploadSource(url: file)
-        do {
-            return try await run(source, metadata: metadata, journal: journal)
-        } catch TusRestart.gone {
-            logger.notice("\(file.lastPathComponent): the server no longer has the upload; starting again")
-            try await journal.database.deleteUpload(id: journal.id)
-            return try await run(source, metadata: metadata, journal: journal)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let source = try UploadSource(url: file)
+            do {
+                return try await run(source, metadata: metadata, journal: journal)
+            } catch TusRestart.gone {
+                try await journal.database.deleteUpload(id: journal.id)
+                guard attempt == 1 else { throw CourierError(.remoteNotFound, "the tus server lost the upload of \(file.lastPathComponent) twice") }
+                logger.notice("\(file.lastPathComponent): the server no longer has the upload; starting again")
+            } catch let changed as UploadSource.Changed {
+                if let remote = try await journal.database.upload(id: journal.id)?.record.remoteId, let url = URL(string: remote) {
+                    await terminate(url)
+                }
+                try await journal.database.deleteUpload(id: journal.id)
+                guard attempt == 1 else { throw changed.error }
+                logger.notice("\(changed.error.message); starting again")
+            }
         }
     }
 
@@ -75,7 +88,7 @@ public final class TusUploader: Sendable {
                 await terminate(url)
             }
         }
-        let checksum = try await offersSHA1()
+        var number = (existing?.parts.map(\.number).max() ?? 0) + 1
         if uploadURL == nil {
             try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
                                                   kind: .tus, target: endpoint.absoluteString, partSize: chunkSize))
@@ -83,19 +96,26 @@ public final class TusUploader: Sendable {
             try await db.noteUploadHandle(id: journal.id, remoteId: url.absoluteString)
             uploadURL = url
             offset = 0
+            number = 1
         }
         let url = uploadURL!
+        let checksum = offset < source.size || source.size == 0 ? try await offersSHA1() : false
         let counter = UploadCounter(journal: journal, total: source.size, held: offset)
-        var number = (existing?.parts.map(\.number).max() ?? 0) + 1
         var failures = 0
-        repeat {
+        var sentEmpty = false
+        // An empty file still needs its one (empty) PATCH; a resumed upload the server holds
+        // whole needs none.
+        while offset < source.size || (source.size == 0 && !sentEmpty) {
             let chunk = try source.read(offset: offset, length: min(chunkSize, source.size - offset))
+            if offset + chunk.length == source.size { try source.checkUnchanged() }   // the last PATCH completes the file
             let tally = RequestTally(counter)
             do {
                 switch try await patch(url, chunk, checksum: checksum, tally: tally) {
                 case .confirmed(let confirmed):
+                    sentEmpty = true
                     let kept = UploadChunk(offset: offset, data: chunk.data.prefix(Int(confirmed - offset)))
                     if kept.length < chunk.length { counter.lost(chunk.length - kept.length) }
+                    try source.checkUnchanged()
                     if kept.length > 0 {
                         try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: number, offset: offset, size: kept.length, etag: nil,
                                                                md5: kept.md5Hex, sha256: kept.sha256Hex), confirmedBytes: confirmed)
@@ -109,12 +129,10 @@ public final class TusUploader: Sendable {
                         failures = 0
                         continue
                     }
-                case .askOffset:
+                case .askOffset, .resend, .retry:
                     tally.takeBack()
                 case .recreate:
                     throw TusRestart.gone
-                case .resend, .retry:
-                    tally.takeBack()
                 case .fail(let status):
                     throw CourierError(status == 403 || status == 401 ? .accessDenied : .remoteStorage,
                                        "the tus server refused the upload of \(source.url.lastPathComponent): HTTP \(status)", httpStatus: status)
@@ -123,15 +141,23 @@ public final class TusUploader: Sendable {
                 tally.takeBack()
                 logger.info("\(source.url.lastPathComponent): \(error); asking the server where it is")
             }
-            failures += 1
-            if failures >= maxAttempts {
-                throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(offset)")
+            // Ask where the server is, trying again (within the same budget) while it cannot say.
+            while true {
+                failures += 1
+                if failures >= maxAttempts {
+                    throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(offset)")
+                }
+                try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
+                do {
+                    guard let held = try await serverOffset(url, size: source.size) else { throw TusRestart.gone }
+                    if held > offset { counter.confirmed(held - offset) }
+                    offset = held
+                    break
+                } catch let error as CourierError where error.isPassing {
+                    logger.info("\(source.url.lastPathComponent): \(error) asking for the offset")
+                }
             }
-            try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
-            guard let held = try await serverOffset(url, size: source.size) else { throw TusRestart.gone }
-            if held > offset { counter.confirmed(held - offset) }
-            offset = held
-        } while offset < source.size
+        }
         try await db.deleteUpload(id: journal.id)
         return url
     }
@@ -144,13 +170,19 @@ public final class TusUploader: Sendable {
         return parts.contains { $0.offset + $0.size > source.size } ? source.size : nil
     }
 
+    /// A request; the caller's headers (auth) go only to the endpoint's own origin, never to
+    /// an upload URL a server's `Location` put elsewhere.
     private func request(_ method: HTTPMethod, _ url: URL) -> HTTPClientRequest {
         var r = HTTPClientRequest(url: url.absoluteString)
         r.method = method
-        for (k, v) in headers { r.headers.add(name: k, value: v) }
+        let sameOrigin = url.scheme?.lowercased() == endpoint.scheme?.lowercased() && url.host?.lowercased() == endpoint.host?.lowercased()
+            && (url.port ?? Self.defaultPort(url)) == (endpoint.port ?? Self.defaultPort(endpoint))
+        if sameOrigin { for (k, v) in headers { r.headers.add(name: k, value: v) } }
         r.headers.add(name: "Tus-Resumable", value: TusHeaders.version)
         return r
     }
+
+    private static func defaultPort(_ url: URL) -> Int { url.scheme?.lowercased() == "https" ? 443 : 80 }
 
     /// Whether the server checks a chunk's SHA-1 (`OPTIONS`: the checksum extension).
     private func offersSHA1() async throws -> Bool {
@@ -177,6 +209,8 @@ public final class TusUploader: Sendable {
     private func serverOffset(_ url: URL, size: Int64) async throws -> Int64? {
         let response = try await HTTPCalls.execute(client, request(.HEAD, url), timeout: .seconds(60))
         if [404, 410, 403].contains(Int(response.status.code)) { return nil }
+        // Locked: a request of the killed run still holds the upload on the server (tusd).
+        if response.status.code == 423 { throw CourierError(.network, "the tus server still holds the upload locked (423)", httpStatus: 423) }
         guard (200..<300).contains(Int(response.status.code)) else { throw HTTPCalls.failure("asking the tus server for the offset", response, "") }
         let offset = try TusHeaders.offset(response.headers.first(name: "Upload-Offset"))
         if let length = try TusHeaders.length(response.headers.first(name: "Upload-Length")), length != size { return nil }

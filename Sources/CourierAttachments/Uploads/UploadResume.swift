@@ -19,7 +19,8 @@ public enum UploadResume: Equatable, Sendable {
         let old = record.remoteId
         guard let remoteId = old else { return .restart(reason: "the earlier run ended before the server's upload existed", abandon: nil) }
         if record.kind != kind || record.target != target { return .restart(reason: "the upload now goes elsewhere", abandon: old) }
-        if record.partSize != partSize { return .restart(reason: "the part size changed", abandon: old) }
+        // An S3 upload's parts are numbered by size; a tus server holds bytes, whatever the chunks.
+        if kind == .s3, record.partSize != partSize { return .restart(reason: "the part size changed", abandon: old) }
         if record.sourceSize != source.size || record.sourceModified != source.modified {
             return .restart(reason: "\(source.url.lastPathComponent) changed since the upload began", abandon: old)
         }

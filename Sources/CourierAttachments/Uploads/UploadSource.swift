@@ -5,6 +5,7 @@ import Foundation
 /// The file an upload reads, as it was when looked at: a changed size or modification time
 /// between two runs means a new file, so the upload starts again (``UploadResume``).
 public struct UploadSource: Sendable, Equatable {
+
     /// The file (absolute, standardized).
     public let url: URL
     /// Its size in bytes.
@@ -26,6 +27,20 @@ public struct UploadSource: Sendable, Equatable {
         self.modified = modified.timeIntervalSince1970
     }
 
+    /// The file changed while it was being uploaded: what went up is not one version of it.
+    struct Changed: Error {
+        let error: CourierError
+        init(_ url: URL) {
+            error = CourierError(.sourceChanged, "\(url.lastPathComponent) changed while it was being uploaded")
+        }
+    }
+
+    /// Throws ``Changed`` unless the file still has the size and modification time it had
+    /// when looked at: called before a part is recorded and before the upload completes.
+    func checkUnchanged() throws {
+        guard let now = try? UploadSource(url: url), now.size == size, now.modified == modified else { throw Changed(url) }   // a file that is gone has changed too
+    }
+
     /// A byte range of the file, read whole (a part or chunk, at most a few MiB), with the
     /// digests of exactly these bytes: what is hashed is what is sent.
     func read(offset: Int64, length: Int64) throws -> UploadChunk {
@@ -36,11 +51,11 @@ public struct UploadSource: Sendable, Equatable {
         do {
             try handle.seek(toOffset: UInt64(offset))
             let data = try handle.read(upToCount: Int(length)) ?? Data()
-            guard Int64(data.count) == length else {
-                throw CourierError(.readFailed, "\(url.lastPathComponent) ended early at \(offset + Int64(data.count)) bytes: it changed under the upload")
-            }
+            guard Int64(data.count) == length else { throw Changed(url) }
             return UploadChunk(offset: offset, data: data)
         } catch let error as CourierError {
+            throw error
+        } catch let error as Changed {
             throw error
         } catch {
             throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload", underlying: error)
@@ -48,13 +63,24 @@ public struct UploadSource: Sendable, Equatable {
     }
 }
 
-/// Bytes of the source about to be sent, and their digests.
+/// Bytes of the source about to be sent, and their digests, each computed once.
 struct UploadChunk: Sendable {
     let offset: Int64
     let data: Data
+    let md5: Data
+    let sha256: Data
+
+    init(offset: Int64, data: Data) {
+        self.offset = offset
+        self.data = data
+        md5 = Data(Insecure.MD5.hash(data: data))
+        sha256 = Data(SHA256.hash(data: data))
+    }
+
     var length: Int64 { Int64(data.count) }
-    var md5Hex: String { Insecure.MD5.hash(data: data).map { String(format: "%02x", $0) }.joined() }
-    var md5Base64: String { Data(Insecure.MD5.hash(data: data)).base64EncodedString() }
-    var sha256Hex: String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+    var md5Hex: String { md5.map { String(format: "%02x", $0) }.joined() }
+    var md5Base64: String { md5.base64EncodedString() }
+    var sha256Hex: String { sha256.map { String(format: "%02x", $0) }.joined() }
+    /// For tus's checksum extension (computed when asked: S3 does not use it).
     var sha1Base64: String { Data(Insecure.SHA1.hash(data: data)).base64EncodedString() }
 }

@@ -23,7 +23,7 @@ struct Put: AsyncParsableCommand {
                                  valueName: "file-then-url"))
     var arguments: [String] = []
 
-    @Option(name: .long, help: "S3 part size or tus chunk size (5M or more for S3): what an interruption can cost at most.")
+    @Option(name: .long, help: "S3 part size or tus chunk size, up to 1G (S3: at least 5M, and larger when a file would need over 10,000 parts): what an interruption can cost at most. Each part in flight is held in memory.")
     var partSize: ByteSize = ByteSize(bytes: 8 << 20)
 
     @Option(name: [.customShort("x"), .customLong("connections")], help: "S3 parts of one file sent at once (1-16).")
@@ -50,7 +50,7 @@ struct Put: AsyncParsableCommand {
         if arguments.count < 2 { throw ValidationError("Give one or more files, then the URL to upload them to.") }
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
-        if partSize.bytes < 1 { throw ValidationError("--part-size must be at least one byte.") }
+        if partSize.bytes < 1 || partSize.bytes > 1 << 30 { throw ValidationError("--part-size takes one byte to 1G.") }
         if files.count > 1, url.hasPrefix("s3://"), !(URLComponents(string: url)?.path ?? "").hasSuffix("/") {
             throw ValidationError("With several files, the S3 URL is a prefix ending in / (s3://bucket/dir/).")
         }

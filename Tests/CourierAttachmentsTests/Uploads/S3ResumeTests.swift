@@ -2,6 +2,7 @@ import Courier
 import Crypto
 import CourierTestSupport
 import Foundation
+import NIOHTTP1
 import Testing
 @testable import CourierAttachments
 
@@ -128,8 +129,22 @@ struct S3ResumeTests {
 
     @Test func aPartWhoseETagIsNotItsMD5IsRefused() throws {
         let chunk = UploadChunk(offset: 0, data: Data("hello".utf8))
-        try S3RemoteStorage.checkPartETag("\"5d41402abc4b2a76b9719d911017c592\"", chunk, "p")
-        #expect(throws: CourierError.self) { try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", chunk, "p") }
-        try S3RemoteStorage.checkPartETag("\"opaque-kms-etag\"", chunk, "p")   // not an MD5: says nothing
+        let plain = HTTPHeaders()
+        try S3RemoteStorage.checkPartETag("\"5d41402abc4b2a76b9719d911017c592\"", plain, chunk, "p")
+        #expect(throws: CourierError.self) { try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", plain, chunk, "p") }
+        try S3RemoteStorage.checkPartETag("\"opaque-etag\"", plain, chunk, "p")   // not an MD5: says nothing
+        // KMS and customer-key objects have ETags that look like MD5s but are not.
+        try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", HTTPHeaders([("x-amz-server-side-encryption", "aws:kms")]), chunk, "p")
+        try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", HTTPHeaders([("x-amz-server-side-encryption-customer-algorithm", "AES256")]), chunk, "p")
+    }
+
+    @Test func partsStayWithinS3sLimits() {
+        var c = S3Configuration(bucket: "b", accessKeyID: "k", secretAccessKey: "s")
+        c.partSize = 1 << 20
+        let s = S3RemoteStorage(configuration: c)
+        #expect(s.partSize(forSize: 100 << 20) == 5 << 20)                  // S3's minimum
+        #expect(s.partCount(forSize: 200 << 30) <= 10_000)                  // never more than 10,000 parts
+        c.partSize = 6 << 30
+        #expect(S3RemoteStorage(configuration: c).partSize(forSize: 1 << 30) == 5 << 30)   // nor over 5 GiB
     }
 }

@@ -114,7 +114,7 @@ struct UploadRulesTests {
         #expect(try TusPatchOutcome.judge(status: 404, offsetHeader: nil, sentFrom: 0, length: 1) == .recreate)
         #expect(try TusPatchOutcome.judge(status: 410, offsetHeader: nil, sentFrom: 0, length: 1) == .recreate)
         #expect(try TusPatchOutcome.judge(status: 460, offsetHeader: nil, sentFrom: 0, length: 1) == .resend)
-        for passing in [408, 429, 500, 503] { #expect(try TusPatchOutcome.judge(status: passing, offsetHeader: nil, sentFrom: 0, length: 1) == .retry) }
+        for passing in [408, 423, 429, 500, 503] { #expect(try TusPatchOutcome.judge(status: passing, offsetHeader: nil, sentFrom: 0, length: 1) == .retry) }
         #expect(try TusPatchOutcome.judge(status: 403, offsetHeader: nil, sentFrom: 0, length: 1) == .fail(403))
     }
 }

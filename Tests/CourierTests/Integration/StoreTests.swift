@@ -69,7 +69,7 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type"])
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads"])
             #expect(try await db.handedOff().isEmpty)
             #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
@@ -163,6 +163,47 @@ import Testing
             let many = try await downloader.fetch(DownloadRequest(id: "many", url: fx.url("page.html"), destination: "page.html", connections: 4))
             #expect(many.contentType == "text/html; charset=utf-8")
             await downloader.shutdown()
+        }
+    }
+
+    /// v8: a database at v7 keeps its downloads and gains the upload tables; an upload's
+    /// parts count into its confirmed bytes in the same transaction, a new start forgets the
+    /// old parts, and a delete takes the parts with the record.
+    @Test func v8AddsUploadsAndKeepsDownloads() async throws {
+        try await withFixture { fx in
+            try Self.databaseAt("courier.v7.content-type", fx, [
+                """
+                    INSERT INTO courierDownload (id, remoteUrl, localFinalPath, partialPath, bytesReceived, state, createdAt, updatedAt, connections, contentType)
+                    VALUES ('old', 'http://h/a', 'a.bin', 'a.bin.partial', 5, 'paused', '2026-11-25 00:00:00.000', '2026-11-25 00:00:00.000', 1, 'video/mp4')
+                    """,
+            ])
+            let db = try fx.database()
+            #expect(try await db.record(id: "old")?.contentType == "video/mp4")
+            #expect(try await db.uploads().isEmpty)
+
+            let upload = UploadRecord(id: "u", sourcePath: "/f", sourceSize: 30, sourceModified: 1.5, kind: .s3, target: "b/k", partSize: 10)
+            try await db.beginUpload(upload)
+            try await db.noteUploadHandle(id: "u", remoteId: "up-1")
+            // Parts confirmed out of order (several at once): confirmed bytes are their sum.
+            try await db.noteUploadPart(UploadPart(uploadId: "u", number: 3, offset: 20, size: 10, etag: "\"c\"", md5: "c", sha256: "C"))
+            try await db.noteUploadPart(UploadPart(uploadId: "u", number: 1, offset: 0, size: 10, etag: "\"a\"", md5: "a", sha256: "A"))
+            var kept = try #require(try await db.upload(id: "u"))
+            #expect(kept.record.remoteId == "up-1" && kept.record.confirmedBytes == 20 && kept.parts.map(\.number) == [1, 3])
+            #expect(kept.record.sourceModified == 1.5 && kept.record.kind == .s3)
+            // A tus offset is the server's, not a sum.
+            try await db.noteUploadPart(UploadPart(uploadId: "u", number: 4, offset: 30, size: 5, etag: nil, md5: "d", sha256: "D"), confirmedBytes: 35)
+            #expect(try await db.upload(id: "u")?.record.confirmedBytes == 35)
+            // A part for an upload that is gone is dropped, not an orphan row.
+            try await db.noteUploadPart(UploadPart(uploadId: "nope", number: 1, offset: 0, size: 1, etag: nil, md5: "", sha256: ""))
+            // Starting again forgets the old parts.
+            try await db.beginUpload(upload)
+            kept = try #require(try await db.upload(id: "u"))
+            #expect(kept.parts.isEmpty && kept.record.remoteId == nil && kept.record.confirmedBytes == 0)
+            try await db.noteUploadPart(UploadPart(uploadId: "u", number: 1, offset: 0, size: 10, etag: nil, md5: "a", sha256: "A"))
+            #expect(try await db.deleteUpload(id: "u"))
+            let rows = try await db.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM courierUploadPart") }
+            #expect(rows == 0)
+            #expect(try await db.record(id: "old")?.state == .paused)
         }
     }
 
