@@ -4,6 +4,18 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
+/// A part as `CompleteMultipartUpload` names it: its ETag and, for an upload created with
+/// the SHA-256 checksum algorithm, its SHA-256 (S3 requires it then).
+struct CompletedPart: Sendable {
+    let etag: String
+    let sha256Hex: String
+
+    var sha256Base64: String? {
+        guard sha256Hex.count == 64 else { return nil }
+        return Data(stride(from: 0, to: 64, by: 2).compactMap { UInt8(sha256Hex.dropFirst($0).prefix(2), radix: 16) }).base64EncodedString()
+    }
+}
+
 /// The multipart calls themselves: create, list parts, complete, abort, and the sweep of
 /// uploads nobody will finish.
 extension S3RemoteStorage {
@@ -42,9 +54,10 @@ extension S3RemoteStorage {
     /// `CompleteMultipartUpload` with every part's ETag, in order: S3 checks each against
     /// what it holds. A 404 (`NoSuchUpload`) is `E_REMOTE_NOT_FOUND`, so the caller can
     /// start again.
-    func complete(key: String, uploadID: String, etags: [Int: String], precondition: UploadPrecondition) async throws -> String? {
+    func complete(key: String, uploadID: String, etags: [Int: CompletedPart], precondition: UploadPrecondition) async throws -> String? {
         let xml = "<CompleteMultipartUpload>" + etags.sorted { $0.key < $1.key }.map {
-            "<Part><PartNumber>\($0.key)</PartNumber><ETag>\(Self.xmlEscape($0.value))</ETag></Part>"
+            "<Part><PartNumber>\($0.key)</PartNumber><ETag>\(Self.xmlEscape($0.value.etag))</ETag>"
+                + ($0.value.sha256Base64.map { "<ChecksumSHA256>\($0)</ChecksumSHA256>" } ?? "") + "</Part>"
         }.joined() + "</CompleteMultipartUpload>"
         let body = Data(xml.utf8)
         let response = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),

@@ -17,7 +17,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
 
     /// Uploads the file under a precondition, resuming the journal's upload when it is the
     /// same file and key: one PUT up to ``S3Configuration/multipartThreshold``, a multipart
-    /// upload past it. Every part carries `Content-MD5` and its signed SHA-256, and a reply
+    /// upload past it (created with the SHA-256 checksum algorithm). Every part carries
+    /// `Content-MD5`, `x-amz-checksum-sha256` and its signed SHA-256, S3 checks all three, and a reply
     /// whose ETag is not the part's MD5 fails with `E_CHECKSUM_MISMATCH`. A 412 is
     /// `E_CONFLICT`. A file that changes while it goes up is uploaded again from the start
     /// (once; a second change fails with `E_READ`). Returns the new ETag; the record is
@@ -61,7 +62,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
         let counter = UploadCounter(journal: journal, total: source.size, held: 0)
         let tally = RequestTally(counter)
         let response = try await send(.PUT, objectURL(key: key),
-                                      headers: headers + [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64)] + (precondition.header.map { [$0] } ?? []),
+                                      headers: headers + [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64),
+                                                          ("x-amz-checksum-sha256", chunk.sha256.base64EncodedString())] + (precondition.header.map { [$0] } ?? []),
                                       payloadHash: chunk.sha256Hex, body: .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length)))
         let text = try await HTTPCalls.text(response)
         if response.status == .preconditionFailed { throw precondition.conflict(key) }
@@ -91,6 +93,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
         var uploadID: String?
         var toSend = planned
         var held: [MultipartPlan.Listed] = []
+        var heldSHA256: [Int: String] = [:]
         switch UploadResume.decide(record: existing?.record, source: source, kind: .s3, target: target, partSize: partSize) {
         case .resume(let id):
             let recorded = existing?.parts ?? []
@@ -104,18 +107,21 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 break
             }
             let wanted = Set(listed.map(\.number)).union(recorded.map(\.number))
-            let local = try Dictionary(uniqueKeysWithValues: planned.filter { wanted.contains($0.number) }.map {
-                ($0.number, try source.read(offset: $0.offset, length: $0.length).md5Hex)
-            })
-            switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local) {
+            var local: [Int: (md5: String, sha256: String)] = [:]
+            for part in planned where wanted.contains(part.number) {
+                let chunk = try source.read(offset: part.offset, length: part.length)
+                local[part.number] = (chunk.md5Hex, chunk.sha256Hex)
+            }
+            switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local.mapValues(\.md5)) {
             case let .send(parts, heldParts):
                 uploadID = id
                 toSend = parts
                 held = heldParts
+                heldSHA256 = local.mapValues(\.sha256)
                 for part in heldParts where !recorded.contains(where: { $0.number == part.number && $0.etag == part.etag }) {
                     let p = planned[part.number - 1]
                     try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: p.number, offset: p.offset, size: p.length,
-                                                           etag: part.etag, md5: local[p.number] ?? "", sha256: ""))
+                                                           etag: part.etag, md5: local[p.number]?.md5 ?? "", sha256: local[p.number]?.sha256 ?? ""))
                 }
             case .restart(let reason):
                 logger.notice("starting \(key) again: \(reason)")
@@ -130,7 +136,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
         if uploadID == nil {
             try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
                                                   kind: .s3, target: target, partSize: partSize))
-            let id = try await createMultipart(key: key, headers: headers)
+            let id = try await createMultipart(key: key, headers: headers + [("x-amz-checksum-algorithm", "SHA256")])
             try await db.noteUploadHandle(id: journal.id, remoteId: id)
             uploadID = id
             toSend = planned
@@ -138,9 +144,9 @@ extension S3RemoteStorage: ResumableUploadStorage {
         }
         let id = uploadID!
         let counter = UploadCounter(journal: journal, total: source.size, held: held.reduce(0) { $0 + $1.size })
-        var etags = Dictionary(held.map { ($0.number, $0.etag) }, uniquingKeysWith: { $1 })
+        var etags = Dictionary(held.map { ($0.number, CompletedPart(etag: $0.etag, sha256Hex: heldSHA256[$0.number] ?? "")) }, uniquingKeysWith: { $1 })
         let width = max(1, configuration.uploadConcurrency)
-        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+        try await withThrowingTaskGroup(of: (Int, CompletedPart).self) { group in
             var next = toSend.makeIterator()
             for _ in 0..<width { if let part = next.next() { group.addTask { try await self.sendPart(part, source, key, id, journal, counter) } } }
             while let (number, etag) = try await group.next() {
@@ -158,7 +164,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
     /// (only while the file is still the one the upload began with).
     /// A passing failure (5xx, timeout, a dropped connection) is tried again, twice.
     private func sendPart(_ part: MultipartPlan.Part, _ source: UploadSource, _ key: String, _ uploadID: String,
-                          _ journal: UploadJournal, _ counter: UploadCounter) async throws -> (Int, String) {
+                          _ journal: UploadJournal, _ counter: UploadCounter) async throws -> (Int, CompletedPart) {
         let chunk = try source.read(offset: part.offset, length: part.length)
         let query = "partNumber=\(part.number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
         var attempt = 0
@@ -167,7 +173,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
             let tally = RequestTally(counter)
             do {
                 let response = try await send(.PUT, objectURL(key: key, query: query),
-                                              headers: [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64)],
+                                              headers: [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64),
+                                                        ("x-amz-checksum-sha256", chunk.sha256.base64EncodedString())],
                                               payloadHash: chunk.sha256Hex, body: .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length)))
                 let text = try await HTTPCalls.text(response)
                 guard response.status == .ok, let etag = response.headers.first(name: "ETag") else {
@@ -178,7 +185,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 try await journal.database.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
                                                                      etag: etag, md5: chunk.md5Hex, sha256: chunk.sha256Hex))
                 counter.confirmed(chunk.length)
-                return (part.number, etag)
+                return (part.number, CompletedPart(etag: etag, sha256Hex: chunk.sha256Hex))
             } catch let error as CourierError where attempt < 3 && error.isPassing {
                 tally.takeBack()
                 try await Task.sleep(for: .milliseconds(250 * attempt))
