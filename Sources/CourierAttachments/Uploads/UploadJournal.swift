@@ -1,7 +1,7 @@
 import Courier
 import Foundation
 
-/// Where a resumable upload keeps its record (``UploadRecord``) and who hears of its progress.
+/// Where a resumable upload keeps its record (`UploadRecord`, in Courier's store) and who hears of its progress.
 public struct UploadJournal: Sendable {
     /// The database holding the record (the app's, or the CLI's).
     public let database: CourierDatabase
@@ -40,7 +40,7 @@ public struct UploadProgress: Sendable, Equatable {
     /// Seconds left at that speed, when it can be told.
     public var secondsRemaining: Double?
 
-    /// The same numbers as a ``DownloadProgress`` (for renderers made for downloads).
+    /// The same numbers as a `DownloadProgress` (for renderers made for downloads).
     public var asTransferProgress: DownloadProgress {
         DownloadProgress(id: id, bytesReceived: sentBytes, totalBytes: totalBytes, bytesPerSecond: bytesPerSecond, secondsRemaining: secondsRemaining)
     }
