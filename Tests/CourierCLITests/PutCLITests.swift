@@ -3,6 +3,7 @@ import CourierAttachments
 import CourierTestSupport
 import Crypto
 import Foundation
+import GRDB
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -32,15 +33,26 @@ import Glibc
         let (p, out, err) = try CLITests.launch(args, environment: environment)
         var seen: UploadRecord?
         let reached = try await eventually(timeout: .seconds(180)) {
-            guard FileManager.default.fileExists(atPath: database) else { return !p.isRunning }
-            // The child may still be creating its tables: a look that fails is a look too early.
-            if let record = try? await CourierDatabase(path: database).uploads().first { seen = record }   // retried on the next poll
+            if let record = peek(database) { seen = record }
             return (seen?.confirmedBytes ?? 0) >= stopAt || !p.isRunning
         }
         kill(p.processIdentifier, SIGKILL)
         let ended = await CLITests.finish(p, out, err)
         #expect(reached && ended.status != 0, "the upload ended before the kill: \(ended.status) \(ended.stderr)")
         return try #require(seen)
+    }
+
+    /// The upload record in the child's database, read without writing (no migration, no
+    /// lock the child would wait on); `nil` while the child has not made it yet.
+    static func peek(_ database: String) -> UploadRecord? {
+        guard FileManager.default.fileExists(atPath: database) else { return nil }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(1)
+        // Not there yet (the child is still creating its tables) is a look too early: retried.
+        guard let queue = try? DatabaseQueue(path: database, configuration: configuration) else { return nil }
+        defer { try? queue.close() }   // a read-only handle: closing loses nothing
+        return try? queue.read { db in try UploadRecord.fetchOne(db, sql: "SELECT * FROM courierUpload LIMIT 1") }   // retried on the next poll
     }
 
     private func s3(_ bucket: String, prefix: String = "") async throws -> S3RemoteStorage {

@@ -41,19 +41,26 @@ extension MediaLibrary {
     /// The completed record of the job's media; a size other than the one announced fails
     /// as soon as the server says it (not after the whole file arrived).
     func awaitMedia(_ job: MediaJob) async throws -> DownloadRecord {
+        var mismatch: CourierError?
         for await event in downloader.events(for: job.taskId) {
-            if case let .progress(p) = event, let announced = job.announcedSize, announced > 0, let total = p.totalBytes, total != announced {
-                let error = CourierError(.sizeMismatch, "the media source announced \(announced) bytes; the server is sending \(total)")
+            if mismatch == nil, case let .progress(p) = event, let announced = job.announcedSize, announced > 0, let total = p.totalBytes, total != announced {
+                mismatch = CourierError(.sizeMismatch, "the media source announced \(announced) bytes; the server is sending \(total)")
                 hub.settle(job.version)
                 try? await downloader.cancel(id: job.taskId)   // its partial goes with it; failing is what matters
-                jobs.remove(job.taskId)
-                MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-                hub.publish(job.version, .failed(error))
-                throw error
             }
-            if let end = event.end { return try end.completedRecord(id: job.taskId) }
+            guard let end = event.end else { continue }
+            guard let mismatch else { return try end.completedRecord(id: job.taskId) }
+            // The run has stopped writing only now. A run that finished before the cancel left
+            // its whole file (the cancel took only the record): that goes too, then the folders.
+            for path in [job.plannedPath, job.plannedPath + ".partial"] {
+                try? FileManager.default.removeItem(at: root.appendingPathComponent(path))   // usually gone already; a file that stays is only space
+            }
+            jobs.remove(job.taskId)
+            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+            hub.publish(job.version, .failed(mismatch))
+            throw mismatch
         }
-        throw CourierError(.cancelled, "the library shut down before \(job.version) arrived")
+        throw mismatch ?? CourierError(.cancelled, "the library shut down before \(job.version) arrived")
     }
 
     /// The media file's place in the library: `<itemId>-<versionId>.<ext>`, the extension
