@@ -75,7 +75,8 @@ import Glibc
         let bucket = "put-\(UUID().uuidString.prefix(8).lowercased())"
         let s = try await s3(bucket)
         let db = dir.appendingPathComponent("courier.sqlite").path
-        let args = ["put", file.path, "s3://\(bucket)/big/video.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)", "--db", db]
+        // 32 MiB/s: however loaded the machine, the half-way mark is seconds before the end.
+        let args = ["put", file.path, "s3://\(bucket)/big/video.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)", "--db", db, "--limit-rate", "32M"]
         let atKill = try await Self.killAt(Self.half, args, database: db, environment: aws)
         #expect(atKill.confirmedBytes < Int64(Self.size))
 
@@ -100,7 +101,7 @@ import Glibc
         let name = "tus-\(UUID().uuidString.prefix(6)).bin"
         let (file, sha) = try Self.file(dir, name, seed: 12)
         let db = dir.appendingPathComponent("courier.sqlite").path
-        let args = ["put", file.path, TusServer.shared.endpoint.absoluteString, "--db", db]
+        let args = ["put", file.path, TusServer.shared.endpoint.absoluteString, "--db", db, "--limit-rate", "32M"]
         let atKill = try await Self.killAt(Self.half, args, database: db)
         let upload = try #require(atKill.remoteId)
         let before = TusServer.shared.patches(of: upload)
@@ -126,7 +127,8 @@ import Glibc
         let bucket = "chg-\(UUID().uuidString.prefix(8).lowercased())"
         let s = try await s3(bucket)
         let db = dir.appendingPathComponent("courier.sqlite").path
-        let args = ["put", file.path, "s3://\(bucket)/notes.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)", "--db", db, "--part-size", "5M", "-x", "1"]
+        let args = ["put", file.path, "s3://\(bucket)/notes.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)", "--db", db, "--part-size", "5M", "-x", "1",
+                    "--limit-rate", "16M"]
         _ = try await Self.killAt(16 << 20, args, database: db, environment: aws)
         let (_, newSHA) = try Self.file(dir, "notes.bin", size: 48 << 20, seed: 22)   // same size, new bytes
         let again = try await CLITests.run(args, environment: aws)
@@ -149,7 +151,7 @@ import Glibc
         let listed = try await CLITests.run(["attachments", "list", "--db", app, "--remote", remote, "--json"], environment: aws)
         let filename = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])?.first?["filename"] as? String)
 
-        let sync = ["attachments", "sync", "--db", app, "--remote", remote]
+        let sync = ["attachments", "sync", "--db", app, "--remote", remote, "--limit-rate", "32M"]
         _ = try await Self.killAt(Self.half, sync, database: app, environment: aws)
         let again = try await CLITests.run(sync, environment: aws)
         #expect(again.status == 0, "\(again.stderr)")

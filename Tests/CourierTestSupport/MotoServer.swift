@@ -22,14 +22,10 @@ public final class MotoServer: @unchecked Sendable { // set once, then read-only
         }
         let port = Int.random(in: 20_000...40_000)
         let p = Process()
-        // The server dies with this process (PR_SET_PDEATHSIG survives exec): moto ignores
-        // SIGTERM, and an atexit handler does not run when the test runner is killed.
+        // The server stops with this process (moto ignores SIGTERM, and an atexit handler does
+        // not run when the test runner is killed).
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", """
-            import ctypes, os, signal
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-            os.execvp('moto_server', ['moto_server', '-H', '127.0.0.1', '-p', '\(port)'])
-            """]
+        p.arguments = ["python3", "-c", stopsWithThisProcess, "moto_server", "-H", "127.0.0.1", "-p", "\(port)"]
         let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("courier-moto-\(port).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)   // a missing log only makes the server-side counts unavailable
         p.standardOutput = FileHandle.nullDevice
@@ -58,3 +54,23 @@ public final class MotoServer: @unchecked Sendable { // set once, then read-only
         }
     }
 }
+
+/// A Python wrapper that runs `argv[1:]` and stops it (SIGINT, then SIGKILL) once this test
+/// process is gone. Not PR_SET_PDEATHSIG: that fires when the spawning *thread* exits, and
+/// Swift's pool threads come and go, which killed the servers in the middle of a run.
+let stopsWithThisProcess = """
+    import os, signal, subprocess, sys, time
+    parent = \(getpid())
+    child = subprocess.Popen(sys.argv[1:], stdout=sys.stdout, stderr=sys.stderr)
+    signal.signal(signal.SIGINT, lambda *_: child.send_signal(signal.SIGINT))
+    signal.signal(signal.SIGTERM, lambda *_: child.kill())
+    while child.poll() is None:
+        time.sleep(0.5)
+        try:
+            os.kill(parent, 0)
+        except OSError:
+            child.send_signal(signal.SIGINT)
+            time.sleep(1)
+            child.kill()
+    sys.exit(child.returncode or 0)
+    """

@@ -28,12 +28,7 @@ public final class TusServer: @unchecked Sendable { // set once, then read-only
         let logURL = folder.appendingPathComponent("patches.log")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        // Dies with this process (PR_SET_PDEATHSIG survives exec).
-        p.arguments = ["python3", "-c", """
-            import ctypes, os, signal, sys
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)
-            os.execvp('python3', ['python3', '\(script.path)', '\(port)', '\(folder.appendingPathComponent("data").path)', '\(logURL.path)'])
-            """]
+        p.arguments = ["python3", "-c", stopsWithThisProcess, "python3", script.path, "\(port)", folder.appendingPathComponent("data").path, logURL.path]
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         guard (try? p.run()) != nil else { return }

@@ -40,7 +40,7 @@ extension AttachmentQueue {
     /// killed upload goes on where the server stopped confirming.
     nonisolated func uploadJournal(for attachment: Attachment) -> UploadJournal {
         let report = options.uploadProgress
-        return UploadJournal(database: engineDatabase, id: Self.downloadID(attachment.id), progress: report.map { report in
+        return UploadJournal(database: engineDatabase, id: Self.downloadID(attachment.id), maxBytesPerSecond: options.uploadBytesPerSecond, progress: report.map { report in
             { @Sendable progress in report(attachment, progress) }
         })
     }

@@ -26,6 +26,9 @@ public struct AttachmentQueueOptions: Sendable {
     /// Hears how far each upload is (a remote that resumes uploads, ``ResumableUploadStorage``,
     /// reports as bytes go up; others report nothing).
     public var uploadProgress: (@Sendable (Attachment, UploadProgress) -> Void)? = nil
+    /// At most this many bytes per second per upload through a remote that resumes uploads
+    /// (`nil`, the default: no limit).
+    public var uploadBytesPerSecond: Int64? = nil
     /// S3 multipart uploads under the remote's prefix begun longer ago than this, and no
     /// longer owed by this queue, are aborted when syncing starts (default 7 days; `nil`:
     /// never), so the bucket does not keep paying for parts nobody will complete.

@@ -9,11 +9,15 @@ public struct UploadJournal: Sendable {
     public let id: String
     /// Called as bytes go up (at most about ten times a second).
     public let progress: (@Sendable (UploadProgress) -> Void)?
+    /// At most this many bytes per second for the whole upload, all parts together (curl's
+    /// `--limit-rate`); `nil`: as fast as the network goes.
+    public let maxBytesPerSecond: Int64?
 
     /// Makes a journal.
-    public init(database: CourierDatabase, id: String, progress: (@Sendable (UploadProgress) -> Void)? = nil) {
+    public init(database: CourierDatabase, id: String, maxBytesPerSecond: Int64? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil) {
         self.database = database
         self.id = id
+        self.maxBytesPerSecond = maxBytesPerSecond.map { max(1, $0) }
         self.progress = progress
     }
 
@@ -70,6 +74,15 @@ final class UploadCounter: @unchecked Sendable {
 
     /// `bytes` more went out.
     func sent(_ bytes: Int64) { update { $0.sent += bytes } }
+
+    private var paced: Int64 = 0
+
+    /// When `bytes` more may go out under the journal's rate limit (`nil`: at once).
+    func pace(_ bytes: Int64) -> ContinuousClock.Instant? {
+        guard let rate = journal.maxBytesPerSecond else { return nil }
+        let total = lock.withLock { paced += bytes; return paced }
+        return start + .milliseconds(Int64(Double(total) / Double(rate) * 1000))
+    }
 
     /// The server confirmed `bytes` more.
     func confirmed(_ bytes: Int64) { update(force: true) { $0.confirmed += bytes } }
@@ -135,6 +148,9 @@ struct CountedBody: AsyncSequence, Sendable {
             guard offset < data.count else { return nil }
             let end = Swift.min(data.count, offset + (256 << 10))
             let slice = NIOCore.ByteBuffer(bytes: data[data.startIndex + offset ..< data.startIndex + end])
+            if let due = counter?.counter.pace(Int64(end - offset)), due > .now {
+                try await Task.sleep(until: due, clock: .continuous)
+            }
             counter?.add(Int64(end - offset))
             offset = end
             return slice

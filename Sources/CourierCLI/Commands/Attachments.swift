@@ -24,7 +24,7 @@ struct AttachmentOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Log what the queue and the engine do.")
     var verbose = false
 
-    func open(parallel: Int = 4, transport: (any HTTPTransport)? = nil,
+    func open(parallel: Int = 4, transport: (any HTTPTransport)? = nil, uploadBytesPerSecond: Int64? = nil,
               uploadProgress: (@Sendable (Attachment, UploadProgress) -> Void)? = nil) throws -> (DatabasePool, AttachmentQueue) {
         let dbURL = URL(fileURLWithPath: db).standardizedFileURL
         var config = Configuration()
@@ -39,6 +39,7 @@ struct AttachmentOptions: ParsableArguments {
         options.syncInterval = .zero
         options.maxConcurrentTransfers = max(1, parallel)
         options.uploadProgress = uploadProgress
+        options.uploadBytesPerSecond = uploadBytesPerSecond
         let queue = try AttachmentQueue(database: pool, directory: directory, remoteStorage: try storage(), options: options,
                                         transport: transport, logger: makeLogger(verbose: verbose))
         return (pool, queue)
@@ -58,6 +59,9 @@ struct SyncOptions: ParsableArguments {
 
     @Option(name: .long, help: "Transfers at once.")
     var parallel: Int = 4
+
+    @Option(name: .long, help: "At most this many bytes per second per upload to S3 or tus; 500K, 2M or bytes.")
+    var limitRate: ByteSize?
 
     /// Runs the watched query once.
     func watchedItems(_ pool: DatabasePool) async throws -> [WatchedAttachmentItem]? {
@@ -128,7 +132,8 @@ struct Attachments: AsyncParsableCommand {
         func run() async throws {
             do {
                 let bars = UploadBars()
-                let (pool, queue) = try options.open(parallel: sync.parallel, transport: stack.transport()) { attachment, progress in
+                let (pool, queue) = try options.open(parallel: sync.parallel, transport: stack.transport(),
+                                                     uploadBytesPerSecond: sync.limitRate.map { max(1, $0.bytes) }) { attachment, progress in
                     bars.show(attachment.filename, progress)
                 }
                 defer { bars.finish() }

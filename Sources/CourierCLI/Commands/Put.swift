@@ -32,6 +32,9 @@ struct Put: AsyncParsableCommand {
     @Option(name: [.customShort("j"), .customLong("jobs")], help: "Files uploaded at once.")
     var jobs: Int = 8
 
+    @Option(name: .long, help: "At most this many bytes per second per file, all its parts together (curl's --limit-rate); 500K, 2M or bytes.")
+    var limitRate: ByteSize?
+
     @Option(name: [.customShort("H"), .customLong("header")], help: "A header to send to a tus server, \"Name: value\" (repeatable); never stored.")
     var headers: [String] = []
 
@@ -95,6 +98,7 @@ struct Put: AsyncParsableCommand {
         let bars = UploadBars()
         let single = sources.count == 1
         let quiet = self.quiet
+        let rate = limitRate?.bytes
         var outcomes = [Result<String, any Error>?](repeating: nil, count: sources.count)
         try await withThrowingTaskGroup(of: (Int, Result<String, any Error>).self) { group in
             var next = sources.indices.makeIterator()
@@ -108,7 +112,7 @@ struct Put: AsyncParsableCommand {
                         Terminal.error("Resuming \(label): the server confirmed \(Format.bytes(kept.record.confirmedBytes)) before.")
                     }
                     let show: @Sendable (UploadProgress) -> Void = { progress in bars.show(label, progress) }
-                    let journal = UploadJournal(database: database, id: id, progress: quiet || !single ? nil : show)
+                    let journal = UploadJournal(database: database, id: id, maxBytesPerSecond: rate, progress: quiet || !single ? nil : show)
                     do {
                         let location = try await destination.upload(source, journal: journal)
                         if !quiet { Terminal.error("Uploaded \(label) (\(Format.bytes(source.size))).") }
