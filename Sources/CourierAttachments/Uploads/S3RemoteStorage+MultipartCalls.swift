@@ -8,12 +8,7 @@ import NIOHTTP1
 /// the SHA-256 checksum algorithm, its SHA-256 (S3 requires it then).
 struct CompletedPart: Sendable {
     let etag: String
-    let sha256Hex: String
-
-    var sha256Base64: String? {
-        guard sha256Hex.count == 64 else { return nil }
-        return Data(stride(from: 0, to: 64, by: 2).compactMap { UInt8(sha256Hex.dropFirst($0).prefix(2), radix: 16) }).base64EncodedString()
-    }
+    let sha256: Data?
 }
 
 /// The multipart calls themselves: create, list parts, complete, abort, and the sweep of
@@ -57,7 +52,7 @@ extension S3RemoteStorage {
     func complete(key: String, uploadID: String, etags: [Int: CompletedPart], precondition: UploadPrecondition) async throws -> String? {
         let xml = "<CompleteMultipartUpload>" + etags.sorted { $0.key < $1.key }.map {
             "<Part><PartNumber>\($0.key)</PartNumber><ETag>\(Self.xmlEscape($0.value.etag))</ETag>"
-                + ($0.value.sha256Base64.map { "<ChecksumSHA256>\($0)</ChecksumSHA256>" } ?? "") + "</Part>"
+                + ($0.value.sha256.map { "<ChecksumSHA256>\($0.base64EncodedString())</ChecksumSHA256>" } ?? "") + "</Part>"
         }.joined() + "</CompleteMultipartUpload>"
         let body = Data(xml.utf8)
         let response = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),

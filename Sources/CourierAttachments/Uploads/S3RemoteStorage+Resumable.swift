@@ -93,7 +93,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
         var uploadID: String?
         var toSend = planned
         var held: [MultipartPlan.Listed] = []
-        var heldSHA256: [Int: String] = [:]
+        var heldSHA256: [Int: Data] = [:]
         switch UploadResume.decide(record: existing?.record, source: source, kind: .s3, target: target, partSize: partSize) {
         case .resume(let id):
             let recorded = existing?.parts ?? []
@@ -107,10 +107,10 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 break
             }
             let wanted = Set(listed.map(\.number)).union(recorded.map(\.number))
-            var local: [Int: (md5: String, sha256: String)] = [:]
+            var local: [Int: (md5: String, sha256: Data)] = [:]
             for part in planned where wanted.contains(part.number) {
                 let chunk = try source.read(offset: part.offset, length: part.length)
-                local[part.number] = (chunk.md5Hex, chunk.sha256Hex)
+                local[part.number] = (chunk.md5Hex, chunk.sha256)
             }
             switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local.mapValues(\.md5)) {
             case let .send(parts, heldParts):
@@ -121,7 +121,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 for part in heldParts where !recorded.contains(where: { $0.number == part.number && $0.etag == part.etag }) {
                     let p = planned[part.number - 1]
                     try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: p.number, offset: p.offset, size: p.length,
-                                                           etag: part.etag, md5: local[p.number]?.md5 ?? "", sha256: local[p.number]?.sha256 ?? ""))
+                                                           etag: part.etag, md5: local[p.number]?.md5 ?? "", sha256: local[p.number].map { SHA256Hex.hex($0.sha256) } ?? ""))
                 }
             case .restart(let reason):
                 logger.notice("starting \(key) again: \(reason)")
@@ -139,12 +139,10 @@ extension S3RemoteStorage: ResumableUploadStorage {
             let id = try await createMultipart(key: key, headers: headers + [("x-amz-checksum-algorithm", "SHA256")])
             try await db.noteUploadHandle(id: journal.id, remoteId: id)
             uploadID = id
-            toSend = planned
-            held = []
         }
         let id = uploadID!
         let counter = UploadCounter(journal: journal, total: source.size, held: held.reduce(0) { $0 + $1.size })
-        var etags = Dictionary(held.map { ($0.number, CompletedPart(etag: $0.etag, sha256Hex: heldSHA256[$0.number] ?? "")) }, uniquingKeysWith: { $1 })
+        var etags = Dictionary(held.map { ($0.number, CompletedPart(etag: $0.etag, sha256: heldSHA256[$0.number])) }, uniquingKeysWith: { $1 })
         let width = max(1, configuration.uploadConcurrency)
         try await withThrowingTaskGroup(of: (Int, CompletedPart).self) { group in
             var next = toSend.makeIterator()
@@ -185,7 +183,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 try await journal.database.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
                                                                      etag: etag, md5: chunk.md5Hex, sha256: chunk.sha256Hex))
                 counter.confirmed(chunk.length)
-                return (part.number, CompletedPart(etag: etag, sha256Hex: chunk.sha256Hex))
+                return (part.number, CompletedPart(etag: etag, sha256: chunk.sha256))
             } catch let error as CourierError where attempt < 3 && error.isPassing {
                 tally.takeBack()
                 try await Task.sleep(for: .milliseconds(250 * attempt))
@@ -218,7 +216,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
             guard let md5 = byNumber[part.number], md5.count == 32 else { return nil }
             digests.append(contentsOf: stride(from: 0, to: 32, by: 2).compactMap { UInt8(md5.dropFirst($0).prefix(2), radix: 16) })
         }
-        let expected = Insecure.MD5.hash(data: digests).map { String(format: "%02x", $0) }.joined() + "-\(planned.count)"
+        let expected = SHA256Hex.hex(Insecure.MD5.hash(data: digests)) + "-\(planned.count)"
         let response = try await send(.HEAD, objectURL(key: key), timeout: .seconds(60))
         guard response.status == .ok, let etag = response.headers.first(name: "ETag"), MultipartPlan.normalizedETag(etag) == expected else { return nil }
         return etag

@@ -90,9 +90,6 @@ final class UploadCounter: @unchecked Sendable {
     /// Takes back bytes counted as sent that the server did not keep.
     func lost(_ bytes: Int64) { update { $0.sent -= bytes } }
 
-    /// Bytes confirmed so far.
-    var confirmedBytes: Int64 { lock.withLock { confirmed } }
-
     private func update(force: Bool = false, _ change: (UploadCounter) -> Void) {
         guard let report = journal.progress else { lock.withLock { change(self) }; return }
         let snapshot: UploadProgress? = lock.withLock {

@@ -78,9 +78,9 @@ struct UploadChunk: Sendable {
     }
 
     var length: Int64 { Int64(data.count) }
-    var md5Hex: String { md5.map { String(format: "%02x", $0) }.joined() }
+    var md5Hex: String { SHA256Hex.hex(md5) }
     var md5Base64: String { md5.base64EncodedString() }
-    var sha256Hex: String { sha256.map { String(format: "%02x", $0) }.joined() }
+    var sha256Hex: String { SHA256Hex.hex(sha256) }
     /// For tus's checksum extension (computed when asked: S3 does not use it).
     var sha1Base64: String { Data(Insecure.SHA1.hash(data: data)).base64EncodedString() }
 }

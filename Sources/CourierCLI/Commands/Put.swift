@@ -1,8 +1,8 @@
 import ArgumentParser
 import Courier
 import CourierAttachments
-import Crypto
 import Foundation
+import Logging
 
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -105,8 +105,7 @@ struct Put: AsyncParsableCommand {
             func start(_ index: Int) {
                 let source = sources[index]
                 group.addTask {
-                    let id = "put:" + SHA256.hash(data: Data("\(source.url.path)\n\(destination.target(for: source))".utf8)).prefix(8)
-                        .map { String(format: "%02x", $0) }.joined()
+                    let id = SHA256Hex.shortID("put:", of: "\(source.url.path)\n\(destination.target(for: source))", bytes: 8)
                     let label = source.url.lastPathComponent
                     if !quiet, let kept = try await database.upload(id: id), kept.record.confirmedBytes > 0 {
                         Terminal.error("Resuming \(label): the server confirmed \(Format.bytes(kept.record.confirmedBytes)) before.")
@@ -188,5 +187,3 @@ private enum PutDestination: Sendable {
         }
     }
 }
-
-import Logging
