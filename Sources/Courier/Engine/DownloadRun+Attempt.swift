@@ -141,7 +141,9 @@ extension DownloadRun {
                     lastPersist = now
                     try await file.settle()
                     let length = try file.checkpoint()   // bytes reach the file before the record claims them
-                    guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { $0.bytesReceived = length }) else {
+                    // With the reply's validators: for a small file they were not written before
+                    // the body, and `current` becomes this stored record.
+                    guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { setPlan(&$0); $0.bytesReceived = length }) else {
                         throw ExternalStop()
                     }
                     current = updated
@@ -167,7 +169,7 @@ extension DownloadRun {
                                                        bytesPerSecond: meter.bytesPerSecond, secondsRemaining: 0)))
         let whole = (plan.expectedBodyLength.map { received >= $0 } ?? true) && (plan.totalBytes.map { length >= $0 } ?? true)
         if !whole {
-            current = try await persist { $0.bytesReceived = length }
+            current = try await persist { setPlan(&$0); $0.bytesReceived = length }
             if let expected = plan.expectedBodyLength, received < expected {
                 throw CourierError(.shortBody, "the body ended after \(received) of \(expected) announced bytes")
             }

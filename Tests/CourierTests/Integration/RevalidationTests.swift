@@ -45,6 +45,24 @@ import CourierOrigin
         }
     }
 
+    /// A small file (its validators are written with completion, not before the body) that
+    /// arrives slowly enough for a progress write still completes with them: the progress
+    /// write once replaced the run's record and dropped them, so the file could never be
+    /// revalidated (seen under load as an unconditional GET).
+    @Test func aSlowSmallFileKeepsItsValidators() async throws {
+        try await withFixture { fx in
+            _ = try rewrite(fx, "s.bin", size: 300_000, seed: 2, mtime: 1_700_000_000)
+            var slow = Fault(); slow.bytesPerSecond = 400_000
+            fx.origin.setFault(slow, for: "/s.bin")
+            let d = try fx.downloader { $0.progressPersistInterval = .milliseconds(50) }
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            _ = try await d.waitForCompletion(id: "s")
+            await d.shutdown()
+            let stored = try #require(try await fx.database().record(id: "s"))
+            #expect(stored.state == .completed && stored.etag != nil && stored.lastModified != nil && stored.contentType != nil, "\(stored)")
+        }
+    }
+
     @Test func aNewVersionReplacesTheOldOnlyOnceWholeAndVerified() async throws {
         try await withFixture { fx in
             let old = try rewrite(fx, "f.bin", size: 2_000_000, seed: 1, mtime: 1_700_000_000)
