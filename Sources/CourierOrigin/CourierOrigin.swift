@@ -282,7 +282,7 @@ public final class CourierOrigin: Sendable {
             end = Int64(gzipped!.count) - 1
         }
         let bodyLength = max(0, end - start + 1)
-        headers.append(("Content-Length", String(bodyLength + f.contentLengthDelta)))
+        if !f.chunked { headers.append(("Content-Length", String(bodyLength + f.contentLengthDelta))) }
         record.status = status
 
         update(serial, record)

@@ -12,6 +12,11 @@ public struct DownloadRequest: Sendable, Equatable {
     public var mediaType: String?
     /// The SHA-256 the file must have (64 hex digits), checked before the file is put in place.
     public var sha256: String?
+    /// The size the file must have, when the caller knows it (a media source's announced
+    /// size): a reply that announces another size fails with `E_SIZE_MISMATCH` before a byte
+    /// of it is written (the partial goes); a reply of unannounced length is held to it, so
+    /// a body that ends short is resumed and one that runs past it fails.
+    public var expectedSize: Int64?
     /// Higher runs first.
     public var priority: Int
     /// Connections to fetch it over (1 to 16): more than 1 splits a large, range-capable
@@ -27,7 +32,7 @@ public struct DownloadRequest: Sendable, Equatable {
 
     /// Makes a request.
     public init(id: String, url: String, destination: String, mediaId: String? = nil, mediaType: String? = nil, sha256: String? = nil, priority: Int = 0,
-                connections: Int? = nil, revalidate: Bool = false) {
+                connections: Int? = nil, revalidate: Bool = false, expectedSize: Int64? = nil) {
         self.id = id
         self.url = url
         self.destination = destination
@@ -37,5 +42,6 @@ public struct DownloadRequest: Sendable, Equatable {
         self.priority = priority
         self.connections = connections.map { max(1, min($0, 16)) }
         self.revalidate = revalidate
+        self.expectedSize = expectedSize
     }
 }

@@ -23,7 +23,12 @@ extension DownloadRun {
             case let .redirect(location):
                 await response.body.drain()
                 do { try redirects.follow(location) } catch let error as CourierError where error.code == .tooManyRedirects { return .fail(error) }
-            case let .write(bodyPlan):
+            case let .write(reply):
+                let bodyPlan: BodyPlan
+                do { bodyPlan = try reply.holding(to: record.expectedBytes) } catch {
+                    await response.body.drain()
+                    return try await failDiscarding(error, record: record, contentType: reply.contentType)
+                }
                 if canSegment(record: record, status: response.status, plan: bodyPlan) {
                     return try await startSegmented(firstBody: response.body, url: current, plan: bodyPlan, record: record, activity: activity)
                 }
@@ -120,6 +125,9 @@ extension DownloadRun {
                     try file.flush()
                     throw CourierError(.bodyTooLong, "the server sent more than the \(expected) bytes it announced")
                 }
+                if let size = record.expectedBytes, plan.offset + received + n > size {
+                    throw CourierError(.sizeMismatch, "the body runs past the \(size) bytes expected")
+                }
                 if let limit, plan.offset + received + n > limit {
                     throw CourierError(.bodyTooLong, "the body runs past the \(limit)-byte limit")
                 }
@@ -159,6 +167,7 @@ extension DownloadRun {
             let length = file.logicalLength
             await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.bytesReceived = length } }
             if let e = error as? CourierError, e.code == .bodyTooLong { return .fail(e) }
+            if let e = error as? CourierError, e.code == .sizeMismatch { return try await failDiscarding(e, record: current) }
             throw error
         }
 

@@ -9,9 +9,10 @@ extension DownloadRun {
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
         if let total = record.totalBytes, total != length {
-            try discardPartial(partialURL)
-            await context.bestEffort("forgetting the discarded bytes", id: id) { try await persist { $0.resetToZero(countingAttempt: false) } }
-            return .fail(CourierError(.sizeMismatch, "the file has \(length) bytes, the server announced \(total)"))
+            return try await failDiscarding(CourierError(.sizeMismatch, "the file has \(length) bytes, the server announced \(total)"), record: record)
+        }
+        if let expected = record.expectedBytes, expected != length {
+            return try await failDiscarding(CourierError(.sizeMismatch, "the file has \(length) bytes, \(expected) were expected"), record: record)
         }
         if let expected = record.expectedSHA256 {
             let actual: String
@@ -21,15 +22,24 @@ extension DownloadRun {
                 actual = try Self.sha256(of: partialURL, length: length)
             }
             guard actual == expected else {
-                try discardPartial(partialURL)
-                await context.bestEffort("forgetting the discarded bytes", id: id) { try await persist { $0.resetToZero(countingAttempt: false) } }
-                return .fail(CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual); the partial file was deleted"))
+                return try await failDiscarding(CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual); the partial file was deleted"), record: record)
             }
         }
         try await Blocking.run { try PartialFile.finalize(partial: partialURL, to: finalURL) }
         if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
         guard let done = try await markCompleted(length: length, validators: record) else { throw ExternalStop() }
         return .finished(done)
+    }
+
+    /// Fails for good with `error`, deleting the partial (its bytes are not the file
+    /// asked for) and forgetting them in the record; `contentType`: the refused reply's,
+    /// kept so a caller can say what arrived (a web page where a film was expected).
+    func failDiscarding(_ error: CourierError, record: DownloadRecord, contentType: String? = nil) async throws -> AttemptOutcome {
+        try discardPartial(context.fileURL(record.partialPath))
+        await context.bestEffort("forgetting the discarded bytes", id: id) {
+            try await persist { $0.resetToZero(countingAttempt: false); $0.contentType = contentType ?? $0.contentType }
+        }
+        return .fail(error)
     }
 
     /// Marks the record completed; `validators` (the record as the run knows it) brings the

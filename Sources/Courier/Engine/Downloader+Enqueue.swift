@@ -55,6 +55,7 @@ extension Downloader {
             guard seen.insert(id).inserted else { throw CourierError(.invalidArgument, "the id \(id) is given twice") }
             _ = try URLPolicy.validate(request.url)
             let destination = try SafePath.validateRelative(request.destination)
+            if let size = request.expectedSize, size < 0 { throw CourierError(.invalidArgument, "the expected size of \(id) is negative (\(size))") }
             return Prepared(request: request, id: id, destination: destination, partial: destination + ".partial",
                             sha: try request.sha256.map(SHA256Hex.validate), redactedURL: Redactor.redact(url: request.url),
                             connections: max(1, min(request.connections ?? context.configuration.connectionsPerDownload, 16)))
@@ -95,6 +96,7 @@ extension Downloader {
             var r = DownloadRecord(id: p.id, remoteUrl: p.redactedURL, localFinalPath: p.destination, partialPath: p.partial,
                                    mediaId: p.request.mediaId, mediaType: p.request.mediaType, expectedSHA256: p.sha, priority: p.request.priority)
             r.connections = p.connections
+            r.expectedBytes = p.request.expectedSize
             try r.insert(db)
             return Upsert(record: r, disposition: .queued)
         }
@@ -107,8 +109,8 @@ extension Downloader {
         let final = root.appendingPathComponent(p.destination)
         // The finished file in place is this request's file: same place, same URL (secrets
         // aside, so a re-signed link is the same download), same checksum, whole.
-        let finishedHere = existing.state == .completed && existing.localFinalPath == p.destination && existing.remoteUrl == p.redactedURL
-            && (p.sha == nil || existing.expectedSHA256 == p.sha)
+        let sameChecks = (p.sha == nil || existing.expectedSHA256 == p.sha) && (p.request.expectedSize == nil || existing.totalBytes == p.request.expectedSize)
+        let finishedHere = existing.state == .completed && existing.localFinalPath == p.destination && existing.remoteUrl == p.redactedURL && sameChecks
             && existing.totalBytes.map { PartialFile.length(at: final) == $0 && FileManager.default.fileExists(atPath: final.path) } == true
         if finishedHere, !p.request.revalidate {
             return Upsert(record: existing, disposition: .alreadyComplete)
@@ -119,8 +121,8 @@ extension Downloader {
         // No unlink of the partial otherwise: the record's bytesReceived lags the file by up
         // to a second, and ResumePlan already discards kept bytes nothing ties to a version.
         // Another URL is another file: kept bytes of the old one are never spliced onto it.
-        let fresh = existing.state == .completed || existing.localFinalPath != p.destination || existing.remoteUrl != p.redactedURL
-            || existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256)
+        let otherChecks = existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256) || existing.expectedBytes != (p.request.expectedSize ?? existing.expectedBytes)
+        let fresh = existing.state == .completed || existing.localFinalPath != p.destination || existing.remoteUrl != p.redactedURL || otherChecks
         // Revalidating a finished file: its validators go with the request from zero; the
         // file stays until a new version replaces it (or a 304 keeps it).
         if finishedHere {
@@ -134,6 +136,7 @@ extension Downloader {
         existing.mediaId = p.request.mediaId ?? existing.mediaId
         existing.mediaType = p.request.mediaType ?? existing.mediaType
         existing.expectedSHA256 = p.sha ?? existing.expectedSHA256
+        existing.expectedBytes = p.request.expectedSize ?? existing.expectedBytes
         existing.priority = p.request.priority
         existing.connections = p.connections
         existing.state = .queued

@@ -108,6 +108,10 @@ extension Downloader {
             }
             // A whole reply of unannounced length (chunked): the system's file is all of it.
             if reply.totalBytes == nil, reply.resumable, reply.offset == 0 { reply.totalBytes = bodyLength }
+            // Another size than the caller's: the engine's own run fails it (and discards it).
+            do { reply = try reply.holding(to: record.expectedBytes) } catch {
+                return try await giveBackKept(id, error.description)
+            }
             if let max = context.configuration.maxFileSize, max < reply.offset + bodyLength || reply.totalBytes.map({ $0 > max }) == true {
                 return try await giveBackKept(id, "the file is over the limit of \(max) bytes")
             }

@@ -127,6 +127,10 @@ public struct CourierDatabase: Sendable {
             try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "contentType", .text) }
         }
         registerUploads(&migrator)
+        // v9: the size the caller expects (``DownloadRecord/expectedBytes``).
+        migrator.registerMigration("courier.v9.expected-size") { db in
+            try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "expectedBytes", .integer) }
+        }
         return migrator
     }
 }

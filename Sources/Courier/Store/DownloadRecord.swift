@@ -73,6 +73,9 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     /// caller that names the file by what arrived (the media library's extension) reads it
     /// here, also after a relaunch.
     public var contentType: String?
+    /// The size the finished file must have, when the caller gave one
+    /// (``DownloadRequest/expectedSize``).
+    public var expectedBytes: Int64?
 
     /// Makes a fresh, queued record.
     public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,

@@ -69,7 +69,7 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads"])
+            #expect(applied == ["courier.v1.downloads", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads", "courier.v9.expected-size"])
             #expect(try await db.handedOff().isEmpty)
             #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
@@ -204,6 +204,38 @@ import Testing
             let rows = try await db.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM courierUploadPart") }
             #expect(rows == 0)
             #expect(try await db.record(id: "old")?.state == .paused)
+        }
+    }
+
+    /// v9: a database a v8 Courier left (a frozen dump, `Fixtures/schema-v8.sql`) keeps every
+    /// record, its media groups and Content-Type, and gains the expected size, which a
+    /// request then sets and the record keeps.
+    @Test func v9FromAFrozenV8DatabaseKeepsEveryRecordAndAddsTheExpectedSize() async throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/schema-v8.sql")
+        let sql = try String(contentsOf: fixture, encoding: .utf8)
+        try await withFixture { fx in
+            let old = try DatabaseQueue(path: fx.dbPath)
+            try await old.writeWithoutTransaction { db in try db.execute(sql: sql) }
+            try old.close()
+            let db = try fx.database()
+            let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
+            #expect(applied.last == "courier.v9.expected-size" && applied.count == 9)
+            let records = try await db.allRecords()
+            #expect(records.count == 3 && records.allSatisfy { $0.expectedBytes == nil })
+            let a = try #require(records.first { $0.id == "media:film:a" })
+            #expect(a.state == .paused && a.bytesReceived == 524_288 && a.totalBytes == 2_097_152 && a.contentType == "video/x-matroska" && a.etag == "\"a1\"")
+            #expect(records.filter { $0.mediaId?.hasPrefix("film-") == true }.count == 2)
+            #expect(records.first { $0.id.hasPrefix("get-") }?.state == .completed)
+
+            let d = try fx.downloader()
+            try fx.serve("new.bin", size: 1000)
+            try await d.enqueue(DownloadRequest(id: "new", url: fx.url("new.bin"), destination: "new.bin", expectedSize: 1000))
+            _ = try await d.waitForCompletion(id: "new")
+            #expect(try await d.record(id: "new")?.expectedBytes == 1000)
+            await d.shutdown()
+            let check = try await db.writer.read { db in try String.fetchAll(db, sql: "PRAGMA foreign_key_check") }
+            #expect(check.isEmpty)
         }
     }
 
