@@ -6,6 +6,9 @@ import Foundation
 public enum MediaLayout {
     /// The top folder.
     public static let downloads = "Downloads"
+    /// Appended to a media file's name while a version in the library downloads again: the
+    /// new file replaces the copy only once whole and valid (never taken for media).
+    static let incomingSuffix = ".incoming"
 
     /// An id or extension that becomes one path component: non-empty, at most 255 bytes, no
     /// `/`, `\`, NUL or control character, not `.` or `..`, no `..` inside.

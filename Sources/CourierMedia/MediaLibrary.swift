@@ -79,6 +79,13 @@ public actor MediaLibrary {
         }
     }
 
+    /// Runs a change of `metadata.json` files holding the library's lock
+    /// (`.courier-media.lock`): two processes finishing versions of one film never drop each
+    /// other's entry.
+    func changingMetadata<T>(_ body: () async throws -> T) async throws -> T {
+        try await FileCoordination.withLock(root.appendingPathComponent(".courier-media.lock"), of: root.appendingPathComponent(MediaLayout.downloads), .exclusive, body)
+    }
+
     /// Sets the free space required beyond the media's size.
     public func setMinimumFreeSpace(_ bytes: Int64) { minimumFreeSpace = bytes }
 
@@ -129,11 +136,27 @@ public actor MediaLibrary {
     }
 
     /// Removes a version, a season, or a whole item (movie or series), then its metadata
-    /// entries and any folder left empty. Nothing to remove is `CourierError/Code/notFound`.
-    public func remove(itemId: String, versionId: String? = nil, season: Int? = nil) throws {
+    /// entries and any folder left empty. Downloads in flight there are cancelled first (a
+    /// running one would write into the folder again). Nothing to remove is
+    /// `CourierError/Code/notFound`.
+    public func remove(itemId: String, versionId: String? = nil, season: Int? = nil) async throws {
         let folder = root.appendingPathComponent("\(MediaLayout.downloads)/\(try MediaLayout.component(itemId))")
+        let inFlight = jobs.all().filter { job in
+            (job.version.itemId == itemId && season == nil || job.item.seriesId == itemId && (season == nil || job.item.parentIndexNumber == season))
+                && (versionId == nil || job.version.versionId == versionId)
+        }
+        for job in inFlight { try await cancel(job.version) }
+        guard FileManager.default.fileExists(atPath: folder.path) else {
+            if !inFlight.isEmpty { return }
+            throw CourierError(.notFound, "no item \(itemId) in the library")
+        }
+        try await changingMetadata { try removeHeld(folder: folder, itemId: itemId, versionId: versionId, season: season, inFlight: !inFlight.isEmpty) }
+    }
+
+    /// ``remove(itemId:versionId:season:)`` once the downloads there are cancelled, holding
+    /// the metadata lock.
+    private func removeHeld(folder: URL, itemId: String, versionId: String?, season: Int?, inFlight: Bool) throws {
         let store = MetadataStore(root: root)
-        guard FileManager.default.fileExists(atPath: folder.path) else { throw CourierError(.notFound, "no item \(itemId) in the library") }
         if let season {
             let seasonFolder = folder.appendingPathComponent(MediaLayout.seasonName(season))
             guard FileManager.default.fileExists(atPath: seasonFolder.path) else { throw CourierError(.notFound, "item \(itemId) has no season \(season)") }
@@ -143,7 +166,11 @@ public actor MediaLibrary {
             let v = try MediaLayout.component(versionId, "version id")
             let discovery = MediaDiscovery(root: root)
             let files = discovery.files(in: folder, depth: 2).filter { $0.lastPathComponent.contains("-\(v).") }
-            guard !files.isEmpty else { throw CourierError(.notFound, "item \(itemId) has no version \(versionId)") }
+            guard !files.isEmpty else {
+                if !inFlight { throw CourierError(.notFound, "item \(itemId) has no version \(versionId)") }
+                MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+                return
+            }
             for file in files { try removeFile(file) }
             try store.removeVersion(v, under: folder)
         } else {

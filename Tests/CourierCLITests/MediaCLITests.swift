@@ -214,8 +214,8 @@ import Glibc
         let root = w.base.appendingPathComponent("lib")
         let r = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1", "--transcode", "--video-codec", "hevc", "--max-bitrate", "1500000"])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout.hasSuffix("Downloads/film1/film1-v1-t-hevc-aac-1500k.mp4\n"))
-        #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1-t-hevc-aac-1500k.mp4")) == small)
+        #expect(r.stdout.hasSuffix("Downloads/film1/film1-v1-t-mp4-hevc-aac-1500k.mp4\n"))
+        #expect(try Data(contentsOf: root.appendingPathComponent("Downloads/film1/film1-v1-t-mp4-hevc-aac-1500k.mp4")) == small)
         let query = try #require(w.origin.requests.first { $0.path == "/Items/v1/Download" }?.query)
         for part in ["Static=false", "Container=mp4", "VideoCodec=hevc", "MaxStreamingBitrate=1500000"] { #expect(query.contains(part), "\(query)") }
         let list = try await CLITests.run(["media", "list", "--root", root.path, "--json"])

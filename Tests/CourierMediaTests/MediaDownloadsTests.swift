@@ -264,13 +264,13 @@ extension MediaWorld {
         try await w.library.download(itemId: "abc123", versionId: "def456")
         let options = MediaDownloadOptions(transcoding: TranscodeOptions(container: "mp4", videoCodec: "h264", audioCodec: "aac", maxBitrate: 2_000_000))
         let report = try await w.library.download(itemId: "abc123", versionId: "def456", options: options)
-        #expect(report.versionId == "def456-t-h264-aac-2000k" && report.mediaPath == "Downloads/abc123/abc123-def456-t-h264-aac-2000k.mp4")
+        #expect(report.versionId == "def456-t-mp4-h264-aac-2000k" && report.mediaPath == "Downloads/abc123/abc123-def456-t-mp4-h264-aac-2000k.mp4")
         #expect(w.file(report.mediaPath) == small)
         let request = try #require(w.origin.requests.last { $0.path == "/Items/def456/Download" })
         let query = request.query ?? ""
         for part in ["Static=false", "Container=mp4", "VideoCodec=h264", "AudioCodec=aac", "MaxStreamingBitrate=2000000"] { #expect(query.contains(part), "\(query)") }
         let versions = try w.metadata("abc123/metadata.json").versions
-        #expect(versions.map(\.versionId) == ["def456", "def456-t-h264-aac-2000k"])
+        #expect(versions.map(\.versionId) == ["def456", "def456-t-mp4-h264-aac-2000k"])
         #expect(versions.map(\.isStatic) == [true, false] && versions.last?.transcoding == options.transcoding)
         #expect(w.library.mediaFile(for: MediaVersion(itemId: "abc123", versionId: "def456"))?.lastPathComponent == "abc123-def456.mp4")
     }

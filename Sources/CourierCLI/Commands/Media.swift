@@ -44,14 +44,44 @@ struct VersionInFlight: ParsableArguments {
     @OptionGroup var options: MediaOptions
     @Argument(help: "The item id.") var itemId: String
     @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
+    @Flag(name: .long, help: "Print JSON.") var json = false
 
     /// Finds the version, runs `step` on it, and says `done` (`Paused film1/v1.`).
     func act(_ done: String, _ step: (MediaLibrary, MediaVersion) async throws -> Void) async throws {
-        try await options.run(readOnly: true) { library in
+        try await options.run(readOnly: true, json: json) { library in
             let version = try await MediaCommands.inFlight(library, itemId: itemId, versionId: versionId)
             try await step(library, version)
+            if json { return try printJSON(MediaActionJSON(action: done.lowercased(), itemId: version.itemId, versionId: version.versionId)) }
             Terminal.out("\(done) \(version).")
         }
+    }
+}
+
+/// `--json` of `pause` and `cancel`.
+struct MediaActionJSON: Encodable {
+    var ok = true
+    var action: String
+    var itemId: String
+    var versionId: String
+}
+
+/// `--json` of `download` and `resume`: what is now in the library (absolute paths).
+struct MediaReportJSON: Encodable {
+    var ok = true
+    var itemId: String
+    var versionId: String
+    var mediaPath: String
+    var subtitlePaths: [String]
+    var failedImages: [String]
+    var failedSubtitles: [Int]
+
+    init(_ report: MediaDownloadReport, _ version: MediaVersion, root: URL) {
+        itemId = version.itemId
+        versionId = report.versionId
+        mediaPath = root.appendingPathComponent(report.mediaPath).path
+        subtitlePaths = report.subtitlePaths.map { root.appendingPathComponent($0).path }
+        failedImages = report.failedImages.map { root.appendingPathComponent($0).path }
+        failedSubtitles = report.failedSubtitles
     }
 }
 
@@ -128,7 +158,9 @@ struct Media: AsyncParsableCommand {
         @Option(name: .customLong("version-id"), help: "The version (media source id); default: the first.") var versionId: String?
         @Option(name: .long, help: "Subtitle streams to download beside the media: all, or indexes such as 2,4.") var subtitles: String?
         @OptionGroup var transcode: TranscodeFlags
+        @Flag(name: .customLong("keep-media"), help: "A version already in the library is not downloaded again: only the subtitles it lacks are fetched.") var keepMedia = false
         @Flag(name: .shortAndLong, help: "No progress output.") var quiet = false
+        @Flag(name: .long, help: "Print JSON (the paths in the library) instead of the media file's path.") var json = false
         @OptionGroup var stack: TransportOptions
         @Argument(help: "The item id.") var itemId: String
 
@@ -137,9 +169,11 @@ struct Media: AsyncParsableCommand {
         func run() async throws {
             Interrupts.shared.install()
             let choice = try MediaCommands.subtitleChoice(subtitles)
-            try await options.run(server: server, transport: stack.transport()) { library in
-                let version = try await library.start(itemId: itemId, versionId: versionId, options: MediaDownloadOptions(transcoding: transcode.options, subtitles: choice))
+            try await options.run(server: server, json: json, transport: stack.transport()) { library in
+                let asked = MediaDownloadOptions(transcoding: transcode.options, subtitles: choice, keepsMediaInLibrary: keepMedia)
+                let version = try await library.start(itemId: itemId, versionId: versionId, options: asked)
                 let report = try await MediaCommands.follow(library, version, quiet: quiet)
+                if json { return try printJSON(MediaReportJSON(report, version, root: options.rootURL)) }
                 Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
                 for path in report.subtitlePaths { Terminal.error("courier: subtitle \(path)") }
                 for image in report.failedImages { Terminal.error("courier: image not fetched (the item is complete): \(image)") }
@@ -181,6 +215,7 @@ struct Media: AsyncParsableCommand {
         @Option(name: .customLong("version-id"), help: "The version; default: the item's only version in flight.") var versionId: String?
         @Flag(name: .long, help: "Resume every version in flight.") var all = false
         @Flag(name: .shortAndLong, help: "No progress output.") var quiet = false
+        @Flag(name: .long, help: "Print JSON (one report per version; with --all, a list).") var json = false
         @OptionGroup var stack: TransportOptions
 
         func validate() throws {
@@ -189,26 +224,30 @@ struct Media: AsyncParsableCommand {
 
         func run() async throws {
             Interrupts.shared.install()
-            try await options.run(server: server, readOnly: true, transport: stack.transport()) { library in
+            try await options.run(server: server, readOnly: true, json: json, transport: stack.transport()) { library in
                 if all {
                     let versions = try await library.resumeAll(includePaused: true, includeFailed: true)
-                    if versions.isEmpty { return Terminal.out("Nothing to resume.") }
+                    if versions.isEmpty { return json ? try printJSON([MediaReportJSON]()) : Terminal.out("Nothing to resume.") }
                     var failure: CourierError?
+                    var done: [MediaReportJSON] = []
                     for version in versions {
                         do {
                             let report = try await MediaCommands.follow(library, version, quiet: quiet)
-                            Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
+                            done.append(MediaReportJSON(report, version, root: options.rootURL))
+                            if !json { Terminal.out(done.last!.mediaPath) }
                         } catch let error as CourierError {
                             Terminal.error("courier: \(version): \(error)")
                             failure = failure ?? error
                         }
                     }
+                    if json, failure == nil { try printJSON(done) }
                     if let failure { throw failure }
                     return
                 }
                 let version = try await MediaCommands.inFlight(library, itemId: itemId!, versionId: versionId)
                 try await library.resume(version)
                 let report = try await MediaCommands.follow(library, version, quiet: quiet)
+                if json { return try printJSON(MediaReportJSON(report, version, root: options.rootURL)) }
                 Terminal.out(options.rootURL.appendingPathComponent(report.mediaPath).path)
             }
         }
@@ -263,50 +302,6 @@ struct Media: AsyncParsableCommand {
             try await options.run { library in
                 for id in try await library.migrate() { Terminal.out(id) }
             }
-        }
-    }
-}
-
-struct Open: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Press DOWNLOAD: print the path to open when the download is complete, else (re)start it and say so.")
-    @Argument(help: "The download's id.") var id: String
-    @Option(name: .long, help: "The URL, for a download with no record yet.") var url: String?
-    @Option(name: .shortAndLong, help: "The output path, for a download with no record yet.") var output: String?
-    @OptionGroup var store: StoreOptions
-    @OptionGroup var engine: EngineOptions
-
-    func run() async throws {
-        do {
-            let downloader = Downloader(configuration: engine.configuration(), database: try store.open(), transport: try engine.transport(), logger: makeLogger(verbose: false))
-            let existing = try await downloader.record(id: id)
-            let request: DownloadRequest
-            if let url, let output {
-                let absolute = URL(fileURLWithPath: output).standardizedFileURL.path
-                request = DownloadRequest(id: id, url: url, destination: String(absolute.dropFirst()))
-            } else if let existing {
-                request = DownloadRequest(id: id, url: existing.remoteUrl, destination: existing.localFinalPath, sha256: existing.expectedSHA256)
-            } else {
-                await downloader.shutdown()
-                throw CourierError(.notFound, "no download with id \(id); give --url and -o to start one")
-            }
-            switch try await DownloadButton(downloader: downloader).press(request) {
-            case let .open(file):
-                await downloader.shutdown()
-                Terminal.out(file.path)
-            case let .inProgress(record):
-                await downloader.shutdown()
-                Terminal.out("\(id) is \(record.state.rawValue); nothing to do.")
-            case let .error(error):
-                await downloader.shutdown()
-                throw error
-            case .downloadStarted:
-                Terminal.error("Downloading \(id)…")
-                let code = await Foreground(downloader: downloader, quiet: false).watch([id])
-                if code != ExitCodes.success { throw ExitCode(code) }
-            }
-        } catch let error as CourierError {
-            throw failure(error)
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Courier
 import CourierDocuments
+import CourierMedia
 
 /// The CLI's exit codes: one per kind of outcome, so scripts can tell them apart.
 enum ExitCodes {
@@ -18,7 +19,7 @@ enum ExitCodes {
           0    success
           1    other failure (E_DATABASE, E_INVALID_STATE, E_CONFLICT, E_UNEXPECTED)
           3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
-          4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG)
+          4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG, E_NOT_MEDIA)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
           7    the download is running in another process (E_LEASED)
@@ -32,7 +33,7 @@ enum ExitCodes {
         case .network, .networkNotAllowed, .connectionRefused, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
              .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect:
             return network
-        case .checksumMismatch, .sizeMismatch, .bodyTooLong:
+        case .checksumMismatch, .sizeMismatch, .bodyTooLong, .notMedia:
             return integrity
         case .noSpace, .fileNotFound, .fileRead, .fileWrite, .permissionDenied, .readFailed, .writeFailed, .invalidEncoding:
             return storage

@@ -13,6 +13,15 @@ extension MediaLibrary {
     public func start(itemId: String, versionId: String? = nil, options: MediaDownloadOptions = MediaDownloadOptions()) async throws -> MediaVersion {
         let job = try await plan(itemId: itemId, versionId: versionId, options: options)
         if finishers[job.taskId] != nil { return job.version }
+        if options.keepsMediaInLibrary, jobs.load(job.taskId) == nil, try await downloader.record(id: job.taskId) == nil, let report = completedReport(job.version) {
+            // In the library already and kept: only the subtitles asked for that it lacks.
+            hub.reopen(job.version)
+            if hasEverythingAskedFor(job) { hub.publish(job.version, .completed(report)) } else {
+                try jobs.save(job)   // killed meanwhile: the next launch fetches them
+                launch(job)
+            }
+            return job.version
+        }
         hub.reopen(job.version)
         try jobs.save(job)
         let record = try await downloader.record(id: job.taskId)
@@ -65,6 +74,9 @@ extension MediaLibrary {
                 continuation.finish()
                 return
             }
+            // Only subtitles to fetch for a copy in the library: the engine has no part in it
+            // (its stream would replay the end of the copy's own download).
+            if (try? await downloader.record(id: taskId)) == nil, mediaFile(for: version) != nil { return }   // unreadable store: follow the engine as usual
             var handedOn = false   // the engine's completion: the library's finishing sends the end
             for await event in downloader.events(for: taskId) {
                 switch event {
@@ -74,6 +86,8 @@ extension MediaLibrary {
                 case let .ended(_, end):
                     switch end {
                     case .completed: handedOn = true; await ensureRunning(taskId)
+                    case let .failed(error) where error.code == .sizeMismatch:
+                        handedOn = true; await ensureRunning(taskId)   // the library tidies up, then tells the end
                     case let .failed(error): continuation.yield(.failed(error)); continuation.finish()
                     case let .paused(error): continuation.yield(.paused(error)); continuation.finish()
                     case .cancelled:
@@ -116,13 +130,16 @@ extension MediaLibrary {
         let taskId = MediaJob.taskId(version)
         guard let job = jobs.load(taskId) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
         hub.settle(version)
+        let record = try await downloader.record(id: taskId)
         if let finisher = finishers[taskId]?.task {
             finisher.cancel()   // a finisher stops before its next step that would keep the version
             await finisher.value
         }
-        let record = try await downloader.record(id: taskId)
+        // Started again while this waited: that run is not this cancel's (checked with no
+        // wait before the engine's cancel, so it never takes the new run's record).
+        if finishers[taskId] != nil { return }
         do { try await downloader.cancel(id: taskId) } catch let error as CourierError where error.code == .notFound {}   // no record: nothing to cancel in the engine
-        if finishers[taskId] != nil { return }   // started again while this waited: that run is not this cancel's
+        if finishers[taskId] != nil { return }
         jobs.remove(taskId)
         if completedReport(version) == nil {
             // Arrived but never put in the library (cancelled while finishing, or after a
@@ -130,6 +147,8 @@ extension MediaLibrary {
             let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
             for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
             MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+        } else if job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) {
+            try removeFile(root.appendingPathComponent(job.plannedPath))   // a new copy that arrived but was not put in place; the old one stays
         }
         hub.publish(version, .cancelled)
     }
@@ -140,13 +159,17 @@ extension MediaLibrary {
         var out: [MediaTransfer] = []
         for job in jobs.all() {
             let record = try await downloader.record(id: job.taskId)
+            // No record: finishing when the media is in place (only extras left, or a kill
+            // after the record was forgotten), else about to be queued (killed before it was).
+            let inPlace = record == nil && mediaFile(for: job.version) != nil
             let state: String
             switch record?.state {
-            case nil, .completed?: state = "finishing"
+            case nil: state = inPlace ? "finishing" : "queued"
+            case .completed?: state = "finishing"
             case .handedOff?: state = "downloading"
             case let s?: state = s.rawValue
             }
-            out.append(MediaTransfer(version: job.version, name: job.item.name, state: state, bytesReceived: record?.bytesReceived ?? job.announcedSize ?? 0,
+            out.append(MediaTransfer(version: job.version, name: job.item.name, state: state, bytesReceived: record?.bytesReceived ?? (inPlace ? job.announcedSize ?? 0 : 0),
                                      totalBytes: record?.totalBytes ?? job.announcedSize, isTranscoded: job.options.transcoding != nil,
                                      errorCode: record?.lastErrorCode, errorMessage: record?.lastErrorMessage))
         }
@@ -185,14 +208,23 @@ extension MediaLibrary {
             if record.state != .completed { try await downloader.resume(id: job.taskId) }
             else if !mediaFileArrived(job, record) { try await downloader.enqueue(try request(for: job)) }
         } else if let report = completedReport(job.version) {
-            hub.publish(job.version, .completed(report))
-            jobs.remove(job.taskId)
-            return false
+            // In the library: done, or only subtitles to fetch (the finisher sees it in place).
+            if hasEverythingAskedFor(job) {
+                hub.publish(job.version, .completed(report))
+                jobs.remove(job.taskId)
+                return false
+            }
         } else {
             try await downloader.enqueue(try request(for: job))
         }
         launch(job, following: true)
         return true
+    }
+
+    /// Whether the version's entry lists every subtitle the job asks for.
+    nonisolated func hasEverythingAskedFor(_ job: MediaJob) -> Bool {
+        let have = Set(downloadedVersions(itemId: job.version.itemId).last { $0.versionId == job.version.versionId }?.subtitles?.map(\.index) ?? [])
+        return job.subtitles.allSatisfy { have.contains($0.index) }
     }
 
     /// Whether a completed record's file is still there, under its planned name or the one
@@ -228,7 +260,8 @@ extension MediaLibrary {
     func request(for job: MediaJob) throws -> DownloadRequest {
         let url = try job.options.transcoding.map { try server.transcodeURL(item: job.item, mediaSourceId: job.mediaSourceId, options: $0) }
             ?? server.downloadURL(item: job.item, mediaSourceId: job.mediaSourceId, container: job.container, isStatic: true)
-        return DownloadRequest(id: job.taskId, url: url, destination: job.plannedPath, mediaId: "\(job.item.id)-\(job.version.versionId)", mediaType: job.item.type.rawValue)
+        return DownloadRequest(id: job.taskId, url: url, destination: job.plannedPath, mediaId: "\(job.item.id)-\(job.version.versionId)", mediaType: job.item.type.rawValue,
+                               expectedSize: job.announcedSize.flatMap { $0 > 0 ? $0 : nil })
     }
 
     /// What downloading a version means: the item, its source, version id, file, subtitles,
@@ -247,9 +280,12 @@ extension MediaLibrary {
         let container = try MediaLayout.component((options.transcoding?.container ?? source?.container ?? "mp4").lowercased(), "container")
         let key = MediaVersion(itemId: item.id, versionId: version)
         let taskId = MediaJob.taskId(key)
-        let plannedPath = try MediaLayout.mediaFile(item, versionId: version, container: container)
+        let earlier = jobs.load(taskId)   // asked again: the job keeps its age, task id and file
+        // Downloaded again over a copy in the library: to a name of its own, which replaces
+        // the copy only once whole and valid (a web page answered now never costs the film).
+        let inLibrary = completedReport(key) != nil
+        let plannedPath = try earlier?.plannedPath ?? MediaLayout.mediaFile(item, versionId: version, container: container) + (inLibrary ? MediaLayout.incomingSuffix : "")
         let announced = options.transcoding == nil ? source?.size : nil
-        let earlier = jobs.load(taskId)   // asked again: the job keeps its age and task id
 
         let held = PartialFile.length(at: root.appendingPathComponent(plannedPath + ".partial"))
         let needed = minimumFreeSpace + max(0, (announced ?? 0) - held)

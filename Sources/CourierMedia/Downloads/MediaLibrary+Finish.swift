@@ -11,11 +11,16 @@ extension MediaLibrary {
     /// Waits for the job's media, finishes it, and says how it ended. The engine's own ends
     /// (paused, failed, cancelled) reach subscribers from the engine's events.
     func run(_ job: MediaJob) async {
-        let record: DownloadRecord
-        do { record = try await awaitMedia(job) } catch { return }   // an engine end, already told by its own events
+        // In the library already (asked again with subtitles it lacks): only those extras.
+        let inPlace = (try? await downloader.record(id: job.taskId)) == nil ? mediaFile(for: job.version) : nil   // unreadable store: wait for the engine as usual
+        var record: DownloadRecord?
+        if inPlace == nil {
+            do { record = try await awaitMedia(job) } catch { return }   // an engine end, already told by its own events
+        }
         hub.publish(job.version, .finishing)
         do {
-            let report = try await finish(job, record: record)
+            let report: MediaDownloadReport
+            if let record { report = try await finish(job, record: record) } else { report = try await finishExtras(job, media: inPlace!, refreshing: true) }
             try Task.checkCancellation()
             // Forgotten only now: killed before, the next run finds the record completed,
             // its file whole, and finishes again without fetching it. The end is told once
@@ -38,29 +43,27 @@ extension MediaLibrary {
         }
     }
 
-    /// The completed record of the job's media; a size other than the one announced fails
-    /// as soon as the server says it (not after the whole file arrived).
+    /// The completed record of the job's media. The engine holds the download to the
+    /// media source's announced size (a reply of another size fails before a byte is
+    /// written): that failure leaves nothing here either (record, job, empty folders).
     func awaitMedia(_ job: MediaJob) async throws -> DownloadRecord {
-        var mismatch: CourierError?
         for await event in downloader.events(for: job.taskId) {
-            if mismatch == nil, case let .progress(p) = event, let announced = job.announcedSize, announced > 0, let total = p.totalBytes, total != announced {
-                mismatch = CourierError(.sizeMismatch, "the media source announced \(announced) bytes; the server is sending \(total)")
-                hub.settle(job.version)
-                try? await downloader.cancel(id: job.taskId)   // its partial goes with it; failing is what matters
-            }
             guard let end = event.end else { continue }
-            guard let mismatch else { return try end.completedRecord(id: job.taskId) }
-            // The run has stopped writing only now. A run that finished before the cancel left
-            // its whole file (the cancel took only the record): that goes too, then the folders.
-            for path in [job.plannedPath, job.plannedPath + ".partial"] {
-                try? FileManager.default.removeItem(at: root.appendingPathComponent(path))   // usually gone already; a file that stays is only space
+            if case var .failed(error) = end, error.code == .sizeMismatch {
+                // A page where a film was announced (the engine keeps the refused reply's type).
+                if let type = try? await downloader.record(id: job.taskId)?.contentType, MediaFileTypes.isPage(contentType: type) {   // unreadable: the size error stands
+                    error = CourierError(.notMedia, "the server answered \(type), not media (\(error.message))")
+                }
+                hub.settle(job.version)
+                try? await downloader.cancel(id: job.taskId)   // its partial went with the failure; a record left behind downloads afresh next time
+                jobs.remove(job.taskId)
+                MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+                hub.publish(job.version, .failed(error))
+                throw error
             }
-            jobs.remove(job.taskId)
-            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-            hub.publish(job.version, .failed(mismatch))
-            throw mismatch
+            return try end.completedRecord(id: job.taskId)
         }
-        throw mismatch ?? CourierError(.cancelled, "the library shut down before \(job.version) arrived")
+        throw CourierError(.cancelled, "the library shut down before \(job.version) arrived")
     }
 
     /// The media file's place in the library: `<itemId>-<versionId>.<ext>`, the extension
@@ -98,14 +101,25 @@ extension MediaLibrary {
             try removeFile(other)
         }
         try await afterMediaInPlace?()
+        return try await finishExtras(job, media: final)
+    }
 
+    /// What goes beside a media file in place: subtitles (optional), the metadata entry
+    /// (essential), images (optional). `refreshing` a version already in the library keeps
+    /// its entry's date, task id and the subtitles it has.
+    func finishExtras(_ job: MediaJob, media final: URL, refreshing: Bool = false) async throws -> MediaDownloadReport {
+        let finalPath = try relativePath(final)
+        let earlier = refreshing ? MetadataStore(root: root).versions(forItem: job.item.id).last { $0.versionId == job.version.versionId } : nil
         // Subtitles (optional): beside the media, before the metadata that lists them.
-        var subtitles: [SubtitleFile] = [], subtitlePaths: [String] = [], failedSubtitles: [Int] = []
+        var subtitles: [SubtitleFile] = [], failedSubtitles: [Int] = []
+        let folder = final.deletingLastPathComponent()
+        for kept in earlier?.subtitles ?? [] where !job.subtitles.contains(where: { $0.index == kept.index })
+            && FileManager.default.fileExists(atPath: folder.appendingPathComponent(kept.fileName).path) {
+            subtitles.append(kept)
+        }
         for stream in job.subtitles {
             do {
-                let (entry, path) = try await fetchSubtitle(stream, of: job)
-                subtitles.append(entry)
-                subtitlePaths.append(path)
+                subtitles.append(try await fetchSubtitle(stream, of: job).0)
             } catch {
                 logger.warning("subtitle \(stream.index) of \(job.version) failed: \(error)")
                 failedSubtitles.append(stream.index)
@@ -117,12 +131,13 @@ extension MediaLibrary {
         // images would be missing for good: the next launch finishes it again).
         try Task.checkCancellation()
         if await downloader.isShutDown { throw CourierError(.cancelled, "the library shut down while finishing \(job.version); the next launch finishes it") }
+        subtitles.sort { $0.index < $1.index }
         let entry = VersionInfo(versionId: job.version.versionId, container: job.container, isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
-                                downloadDate: ISO8601DateFormatter().string(from: Date()), taskId: job.uuid, itemId: job.item.id,
+                                downloadDate: earlier?.downloadDate ?? ISO8601DateFormatter().string(from: Date()), taskId: earlier?.taskId ?? job.uuid, itemId: job.item.id,
                                 fileName: final.lastPathComponent, subtitles: subtitles.isEmpty ? nil : subtitles, transcoding: job.options.transcoding)
         var seriesItem: MediaItem?
         if job.item.type == .episode, let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
-        try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem)
+        try await changingMetadata { try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem) }
 
         // Images (optional).
         var failed: [String] = []
@@ -137,7 +152,14 @@ extension MediaLibrary {
                 }
             }
         }
-        return MediaDownloadReport(mediaPath: finalPath, versionId: job.version.versionId, failedImages: failed, subtitlePaths: subtitlePaths, failedSubtitles: failedSubtitles)
+        return MediaDownloadReport(mediaPath: finalPath, versionId: job.version.versionId, failedImages: failed, subtitlePaths: try subtitles.map { try relativePath(folder.appendingPathComponent($0.fileName)) }, failedSubtitles: failedSubtitles)
+    }
+
+    /// A path under the library root, relative to it.
+    nonisolated func relativePath(_ url: URL) throws -> String {
+        let base = root.path.hasSuffix("/") ? root.path : root.path + "/"
+        guard url.path.hasPrefix(base) else { throw CourierError(.invalidArgument, "\(url.path) is not in the library") }
+        return String(url.path.dropFirst(base.count))
     }
 
     /// Fetches one subtitle stream as a text file beside the media; a web page is refused.

@@ -18,8 +18,12 @@ public struct TranscodeOptions: Codable, Sendable, Equatable, Hashable {
     }
 
     /// What a transcoded version adds to its version id, so it never takes the place of the
-    /// static file of the same source (or of another transcoding): `t-h264-aac-4000k`.
-    var versionSuffix: String { "t-\(videoCodec)-\(audioCodec)-\(maxBitrate / 1000)k" }
+    /// static file of the same source, nor of another transcoding (every setting is in it,
+    /// the bitrate exactly): `t-mp4-h264-aac-4000k`.
+    var versionSuffix: String {
+        let rate = maxBitrate % 1000 == 0 ? "\(maxBitrate / 1000)k" : "\(maxBitrate)"
+        return "t-\(container)-\(videoCodec)-\(audioCodec)-\(rate)"
+    }
 }
 
 /// Which subtitle streams to download beside the media.
@@ -38,9 +42,24 @@ public struct MediaDownloadOptions: Codable, Sendable, Equatable, Hashable {
     public var transcoding: TranscodeOptions?
     /// Subtitles to fetch beside the media.
     public var subtitles: SubtitleChoice
+    /// `false` (the default, seed 003): a version already in the library is downloaded
+    /// again, and replaces its copy only once the new file is whole and valid. `true`: it is
+    /// not downloaded again; only what it lacks (the subtitles asked for) is fetched beside
+    /// it and added to its entry (the seed's subtitle job on its own).
+    public var keepsMediaInLibrary: Bool
 
     /// Makes options.
-    public init(transcoding: TranscodeOptions? = nil, subtitles: SubtitleChoice = .none) {
-        self.transcoding = transcoding; self.subtitles = subtitles
+    public init(transcoding: TranscodeOptions? = nil, subtitles: SubtitleChoice = .none, keepsMediaInLibrary: Bool = false) {
+        self.transcoding = transcoding; self.subtitles = subtitles; self.keepsMediaInLibrary = keepsMediaInLibrary
+    }
+
+    private enum CodingKeys: String, CodingKey { case transcoding, subtitles, keepsMediaInLibrary }
+
+    /// Decodes options (a job written before ``keepsMediaInLibrary`` existed has none: `false`).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        transcoding = try c.decodeIfPresent(TranscodeOptions.self, forKey: .transcoding)
+        subtitles = try c.decode(SubtitleChoice.self, forKey: .subtitles)
+        keepsMediaInLibrary = try c.decodeIfPresent(Bool.self, forKey: .keepsMediaInLibrary) ?? false
     }
 }

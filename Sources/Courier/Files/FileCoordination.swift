@@ -1,15 +1,14 @@
-import Courier
 import Foundation
 
-/// Advisory coordination between readers and writers of one document, with `flock` on a
-/// lock file in the mirror's hidden folder (``MirrorFolder``): readers share, a writer is
-/// alone. Waiting polls without blocking a thread, so many waiters cannot starve Swift's
-/// cooperative pool.
-enum FileCoordination {
-    enum Mode { case shared, exclusive }
+/// Advisory coordination between processes reading and writing one file, with `flock` on a
+/// lock file beside it (a mirrored document's, a media library's metadata): readers share, a
+/// writer is alone. Waiting polls without blocking a thread, so many waiters cannot starve
+/// Swift's cooperative pool.
+package enum FileCoordination {
+    package enum Mode { case shared, exclusive }
 
-    /// Runs `body` holding `lock`, the lock file of the document at `url`.
-    static func withLock<T>(_ lock: URL, of url: URL, _ mode: Mode, _ body: () async throws -> T) async throws -> T {
+    /// Runs `body` holding `lock`, the lock file of the file at `url`.
+    package static func withLock<T>(_ lock: URL, of url: URL, _ mode: Mode, isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async throws -> T {
         let fd = open(lock.path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else {
             throw FileErrors.error(errno, "coordinate access to", url, mode == .shared ? .read : .write)
