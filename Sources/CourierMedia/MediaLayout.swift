@@ -28,6 +28,7 @@ public enum MediaLayout {
             guard let series = item.seriesId else { throw CourierError(.invalidArgument, "episode \(item.id) has no series id") }
             return "\(downloads)/\(try component(series, "series id"))"
         case .series: return "\(downloads)/\(try component(item.id))"
+        default: throw CourierError(.invalidArgument, "\(item.id) is a \(item.type.rawValue): only movies, series and their episodes have a folder")
         }
     }
 

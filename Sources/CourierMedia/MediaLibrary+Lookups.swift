@@ -8,7 +8,7 @@ extension MediaLibrary {
     /// entry and its file).
     public nonisolated func mediaFile(for version: MediaVersion) -> URL? {
         guard MetadataStore(root: root).versions(forItem: version.itemId).contains(where: { $0.versionId == version.versionId }) else { return nil }
-        return MediaDiscovery(root: root).mediaFile(itemId: version.itemId, mediaSourceId: version.versionId)
+        return MediaDiscovery(root: root).mediaFile(itemId: version.itemId, mediaSourceId: version.versionId, exact: true)
     }
 
     /// The file to play for an item (seed 003's order): the version's own file

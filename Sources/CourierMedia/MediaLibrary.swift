@@ -104,7 +104,7 @@ public actor MediaLibrary {
         let target = mediaSourceId ?? itemId
         let store = MetadataStore(root: root)
         let hasEntry = store.versions(forItem: itemId).contains { $0.normalizedSource(itemId: $0.itemId ?? itemId) == target }
-        return hasEntry && MediaDiscovery(root: root).mediaFile(itemId: itemId, mediaSourceId: mediaSourceId) != nil
+        return hasEntry && MediaDiscovery(root: root).mediaFile(itemId: itemId, mediaSourceId: mediaSourceId, exact: true) != nil
     }
 
     /// Every item's metadata: movies and series (with their aggregated versions), and

@@ -54,7 +54,8 @@ import Testing
         try Data("x".utf8).write(to: season.appendingPathComponent("e1-e1.mp4"))
         #expect(d.mediaFile(itemId: "m1", mediaSourceId: "v2")?.lastPathComponent == "m1-v2.mkv")     // version-specific
         #expect(d.mediaFile(itemId: "m1", mediaSourceId: nil)?.lastPathComponent == "m1-v1.mp4")      // item-based
-        #expect(d.mediaFile(itemId: "m1", mediaSourceId: "v9") == nil)
+        #expect(d.mediaFile(itemId: "m1", mediaSourceId: "v9")?.lastPathComponent == "m1-v1.mp4")     // the seed: a version's miss falls back to the item
+        #expect(d.mediaFile(itemId: "m1", mediaSourceId: "v9", exact: true) == nil)                     // whether v9 itself is there: no
         #expect(d.mediaFile(itemId: "e1", mediaSourceId: nil)?.lastPathComponent == "e1-e1.mp4")      // recursive, in a season
         try FileManager.default.createDirectory(at: w.root.appendingPathComponent("Downloads/old"), withIntermediateDirectories: true)
         try Data("x".utf8).write(to: w.root.appendingPathComponent("Downloads/old/Media.avi"))

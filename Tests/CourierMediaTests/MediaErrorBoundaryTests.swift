@@ -21,4 +21,18 @@ import Testing
         await lib.shutdown()
         #expect(await errorCode { try await server.shutdown() } == nil)
     }
+
+    /// An item of a kind Courier does not model (`BoxSet`) is read, kept as sent, and
+    /// refused for download with a code, not a decoding failure.
+    @Test func anItemOfAnotherKindIsRefusedWithACode() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        try w.addItem("box1", #"{"Id":"box1","Type":"BoxSet","Name":"Collection","ChildCount":3}"#)
+        let item = try await w.library.mediaServer.item(id: "box1")
+        #expect(item.type.rawValue == "BoxSet" && item[field: "ChildCount"] == .integer(3))
+        let encoded = String(decoding: try JSONEncoder().encode(item), as: UTF8.self)
+        #expect(encoded.contains("\"Type\":\"BoxSet\""))
+        #expect(await errorCode { _ = try await w.library.download(itemId: "box1") } == "E_INVALID_ARGUMENT")
+        #expect(await errorCode { _ = try MediaLayout.itemFolder(item) } == "E_INVALID_ARGUMENT")
+    }
 }

@@ -6,7 +6,8 @@ import Testing
 @testable import CourierMedia
 
 /// A version already in the library, downloaded again or given subtitles; a film refused
-/// by the engine on its announced size.
+/// by the engine on its announced size; the metadata lock, removal, and a shutdown while a
+/// version is being finished.
 @Suite(.serialized) struct MediaInLibraryTests {
     /// Seed 003: a version downloaded again replaces its copy atomically. A web page
     /// answered this time fails and never costs the copy there.
@@ -163,5 +164,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/abc123").path))
         #expect(try await w.library.inFlight().isEmpty && w.library.jobs.all().isEmpty)
         #expect(try await w.library.downloader.database.allRecords().isEmpty)
+    }
+
+    /// The library shuts down while a version is being finished: its stream ends `paused`
+    /// (not failed), its job and record stay, and the next launch finishes it without
+    /// fetching the media again.
+    @Test func aShutdownWhileFinishingPausesAndTheNextLaunchFinishes() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        let downloader = await w.library.downloader
+        await w.library.setAfterMediaInPlace { await downloader.shutdown() }
+        let version = try await w.library.start(itemId: "abc123", versionId: "def456")
+        let events = Task { var all: [MediaDownloadEvent] = []; for await e in w.library.events(for: version) { all.append(e) }; return all }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await eventually { await downloader.isShutDown })
+        await w.library.shutdown()
+        let seen = await events.value
+        if case .paused? = seen.last {} else { Issue.record("the stream ended with \(String(describing: seen.last))") }
+        #expect(!seen.contains { if case .failed = $0 { return true } else { return false } })
+        #expect(w.library.jobs.all().map(\.version) == [version])
+
+        w.origin.clearRequests()
+        w.library = try w.makeLibrary()
+        #expect(try await w.library.resumeAll() == [version])
+        let report = try await w.library.completion(of: version)
+        #expect(w.file(report.mediaPath) == w.media["def456"])
+        #expect(!w.origin.requests.contains { $0.path.hasSuffix("/Download") && $0.bodyBytesSent > 0 })
+        #expect(try w.metadata("abc123/metadata.json").versions.map(\.versionId) == ["def456"])
     }
 }

@@ -37,6 +37,9 @@ extension MediaLibrary {
         } catch is CancellationError {
             return   // cancelled: `cancel` tidies up and tells the end
         } catch {
+            // Shut down meanwhile: the record and job stay for the next launch, and the
+            // shutdown tells subscribers `paused`.
+            if await downloader.isShutDown { return }
             // Metadata could not be written (a full disk…): the record and job stay, and
             // the next start, resume or launch finishes it.
             hub.publish(job.version, .failed(error as? CourierError ?? CourierError(.writeFailed, "finishing \(job.version) failed", underlying: error)))
@@ -152,6 +155,9 @@ extension MediaLibrary {
                 }
             }
         }
+        // Images that failed because the library shut down are fetched by the next launch,
+        // not reported missing for good.
+        if !failed.isEmpty, await downloader.isShutDown { throw CourierError(.cancelled, "the library shut down while fetching \(job.version)'s images; the next launch finishes it") }
         return MediaDownloadReport(mediaPath: finalPath, versionId: job.version.versionId, failedImages: failed, subtitlePaths: try subtitles.map { try relativePath(folder.appendingPathComponent($0.fileName)) }, failedSubtitles: failedSubtitles)
     }
 

@@ -4,8 +4,18 @@ import Foundation
 /// and every other field the server sent in ``extraFields``, so `metadata.json` keeps the
 /// whole item (overview, people, chapters, streams…) for an app that is offline.
 public struct MediaItem: Codable, Sendable, Equatable {
-    /// `Movie`, `Episode`, `Series`, `Season`.
-    public enum Kind: String, Codable, Sendable { case movie = "Movie", episode = "Episode", series = "Series", season = "Season" }
+    /// The item's `Type` as the server sent it: `Movie`, `Episode`, `Series`, `Season`, or
+    /// any other (`BoxSet`, `Video`…), kept as it is rather than failing the whole item.
+    public struct Kind: RawRepresentable, Codable, Sendable, Hashable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+        public static let movie = Self(rawValue: "Movie")
+        public static let episode = Self(rawValue: "Episode")
+        public static let series = Self(rawValue: "Series")
+        public static let season = Self(rawValue: "Season")
+    }
 
     /// The item id.
     public var id: String
