@@ -208,7 +208,7 @@ extension MediaWorld {
         {"Id":"full1","Type":"Movie","Name":"Everything","Overview":"A long story.","RunTimeTicks":72000000000,"Genres":["Drama","Heist"],
          "ProductionYear":2021,"CommunityRating":7.25,"OfficialRating":"PG-13","People":[{"Name":"A. Actor","Role":"Lead","Type":"Actor"}],
          "Chapters":[{"StartPositionTicks":0,"Name":"Opening"},{"StartPositionTicks":6000000000,"Name":"Middle"}],"UserData":{"Played":false,"PlaybackPositionTicks":0},
-         "ProviderIds":{"Imdb":"tt0000001"},"IsHD":true,"Taglines":[],"LockData":null,
+         "ProviderIds":{"Imdb":"tt0000001"},"IsHD":true,"Taglines":[],"LockData":null,"SeriesName":null,
          "MediaSources":[{"Id":"fs1","Container":"mp4","Size":40000,"Bitrate":4000000,"Protocol":"File",
            "MediaStreams":[{"Index":0,"Type":"Video","Codec":"h264","Width":1920,"Height":1080},{"Index":1,"Type":"Audio","Codec":"aac","Channels":6,"Language":"eng"}]}]}
         """#

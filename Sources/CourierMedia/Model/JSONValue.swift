@@ -51,10 +51,14 @@ struct AnyKey: CodingKey, ExpressibleByStringLiteral {
 }
 
 extension KeyedDecodingContainer where K == AnyKey {
-    /// Every field whose name is not in `modelled`, as sent.
+    /// Every field whose name is not in `modelled`, as sent, and the modelled ones sent as
+    /// `null` (kept as `null`, so the object is written back as the server sent it).
     func extraFields(besides modelled: Set<String>) throws -> [String: JSONValue] {
         var extra: [String: JSONValue] = [:]
-        for key in allKeys where !modelled.contains(key.stringValue) { extra[key.stringValue] = try decode(JSONValue.self, forKey: key) }
+        for key in allKeys {
+            if !modelled.contains(key.stringValue) { extra[key.stringValue] = try decode(JSONValue.self, forKey: key) }
+            else if try decodeNil(forKey: key) { extra[key.stringValue] = .null }
+        }
         return extra
     }
 }

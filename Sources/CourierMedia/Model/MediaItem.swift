@@ -47,7 +47,8 @@ public struct MediaItem: Codable, Sendable, Equatable {
     public var genres: [String]?
     /// The year of release.
     public var productionYear: Int?
-    /// Every field of the server's item that Courier does not model, exactly as sent.
+    /// Every field of the server's item that Courier does not model, exactly as sent (and
+    /// modelled ones the server sent as `null`, so they are written back as `null`).
     public var extraFields: [String: JSONValue] = [:]
 
     /// The running time in seconds, when the server said.
