@@ -74,16 +74,17 @@ import CourierOrigin
         }
     }
 
-    @Test func rule4InProgressIsJudgedByTheRecordAlone() async throws {
+    @Test(arguments: [DownloadState.downloading, .queued, .handedOff])
+    func rule4InProgressIsJudgedByTheRecordAlone(state: DownloadState) async throws {
         try await withFixture { fx in
             try fx.serve("v.mp4", size: 1000)
             let db = try fx.database()
             var record = DownloadRecord(id: "video_1", remoteUrl: fx.url("v.mp4"), localFinalPath: "videos/v.mp4", partialPath: "videos/v.mp4.partial")
-            record.state = .downloading          // no file at all, no running task
+            record.state = state                 // no file at all, no running task
             try await db.save(record)
             let d = try fx.downloader()
             guard case let .inProgress(r) = try await DownloadButton(downloader: d).press(request(fx)) else { Issue.record("expected in progress"); return }
-            #expect(r.state == .downloading)
+            #expect(r.state == state)
             #expect(fx.origin.requests.isEmpty)
             await d.shutdown()
         }
