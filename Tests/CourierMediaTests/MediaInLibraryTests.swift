@@ -192,4 +192,27 @@ import Testing
         #expect(!w.origin.requests.contains { $0.path.hasSuffix("/Download") && $0.bodyBytesSent > 0 })
         #expect(try w.metadata("abc123/metadata.json").versions.map(\.versionId) == ["def456"])
     }
+
+    /// Another process cancels the version while this one finishes it (it removes the job
+    /// and the file): no metadata entry is written for the file it removed, and the end here
+    /// is `cancelled`.
+    @Test func aCancelFromAnotherProcessWhileFinishingLeavesNoEntry() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        let root = w.root, jobs = w.library.jobs
+        await w.library.setAfterMediaInPlace {
+            // What `courier media cancel` in another process does, holding the lock.
+            for job in jobs.all() {
+                jobs.remove(job.taskId)
+                try? FileManager.default.removeItem(at: root.appendingPathComponent("Downloads/abc123/abc123-def456.mp4"))   // test: the other process's removal
+            }
+        }
+        let version = try await w.library.start(itemId: "abc123", versionId: "def456")
+        var events: [MediaDownloadEvent] = []
+        for await e in w.library.events(for: version) { events.append(e) }
+        #expect(events.last == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: w.root.appendingPathComponent("Downloads/abc123/metadata.json").path))
+        #expect(!w.library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "def456"))
+        #expect(try await w.library.downloader.database.allRecords().isEmpty)
+    }
 }

@@ -140,15 +140,19 @@ extension MediaLibrary {
         if finishers[taskId] != nil { return }
         do { try await downloader.cancel(id: taskId) } catch let error as CourierError where error.code == .notFound {}   // no record: nothing to cancel in the engine
         if finishers[taskId] != nil { return }
-        jobs.remove(taskId)
-        if completedReport(version) == nil {
-            // Arrived but never put in the library (cancelled while finishing, or after a
-            // kill there): it goes too, under either of its names.
-            let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
-            for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
-            MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-        } else if job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) {
-            try removeFile(root.appendingPathComponent(job.plannedPath))   // a new copy that arrived but was not put in place; the old one stays
+        // Under the metadata lock: a finisher in another process checks the job there before
+        // it writes an entry, so it never lists a file this removes.
+        try await changingMetadata {
+            jobs.remove(taskId)
+            if completedReport(version) == nil {
+                // Arrived but never put in the library (cancelled while finishing, or after a
+                // kill there): it goes too, under either of its names.
+                let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
+                for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
+                MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+            } else if job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) {
+                try removeFile(root.appendingPathComponent(job.plannedPath))   // a new copy that arrived but was not put in place; the old one stays
+            }
         }
         hub.publish(version, .cancelled)
     }

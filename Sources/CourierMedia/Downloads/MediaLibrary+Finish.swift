@@ -4,6 +4,9 @@ import Foundation
 /// A media file that arrived but is no media (validation failed): nothing of it stays.
 struct MediaRejected: Error { let error: CourierError }
 
+/// The version was cancelled by another process while this one finished it.
+struct CancelledElsewhere: Error {}
+
 /// Finishing a version once its media file is whole: validation, the name its MIME type
 /// calls for, subtitles, metadata, images. Every step can run again after a kill: the next
 /// run finds what the last one did and fetches no media bytes.
@@ -36,6 +39,10 @@ extension MediaLibrary {
             hub.publish(job.version, .failed(rejected.error))
         } catch is CancellationError {
             return   // cancelled: `cancel` tidies up and tells the end
+        } catch is CancelledElsewhere {
+            hub.settle(job.version)
+            try? await downloader.cancel(id: job.taskId)   // that process forgot it already; a record left behind downloads afresh next time
+            hub.publish(job.version, .cancelled)
         } catch {
             // Shut down meanwhile: the record and job stay for the next launch, and the
             // shutdown tells subscribers `paused`.
@@ -140,7 +147,12 @@ extension MediaLibrary {
                                 fileName: final.lastPathComponent, subtitles: subtitles.isEmpty ? nil : subtitles, transcoding: job.options.transcoding)
         var seriesItem: MediaItem?
         if job.item.type == .episode, let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
-        try await changingMetadata { try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem) }
+        try await changingMetadata {
+            // Cancelled by another process meanwhile (its cancel holds this lock too): no entry
+            // for a file it removed.
+            guard jobs.load(job.taskId) != nil, FileManager.default.fileExists(atPath: final.path) else { throw CancelledElsewhere() }
+            try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem)
+        }
 
         // Images (optional).
         var failed: [String] = []
