@@ -142,7 +142,7 @@ extension MediaLibrary {
         try Task.checkCancellation()
         if await downloader.isShutDown { throw CourierError(.cancelled, "the library shut down while finishing \(job.version); the next launch finishes it") }
         subtitles.sort { $0.index < $1.index }
-        let entry = VersionInfo(versionId: job.version.versionId, container: job.container, isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
+        let entry = VersionInfo(versionId: job.version.versionId, container: final.pathExtension.lowercased(), isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
                                 downloadDate: earlier?.downloadDate ?? ISO8601DateFormatter().string(from: Date()), taskId: earlier?.taskId ?? job.uuid, itemId: job.item.id,
                                 fileName: final.lastPathComponent, subtitles: subtitles.isEmpty ? nil : subtitles, transcoding: job.options.transcoding)
         var seriesItem: MediaItem?

@@ -25,7 +25,8 @@ public struct DownloadMetadata: Codable, Sendable, Equatable {
 public struct VersionInfo: Codable, Sendable, Equatable {
     /// The version id: the media source id, else the item id.
     public var versionId: String
-    /// The container (`mp4`, `mkv`).
+    /// The file's container (`mp4`, `mkv`): its extension, which follows the reply's MIME
+    /// type, else the media source's container.
     public var container: String
     /// Whether it was a static (not transcoded) download.
     public var isStatic: Bool
@@ -37,8 +38,7 @@ public struct VersionInfo: Codable, Sendable, Equatable {
     public var taskId: String
     /// The item the version belongs to (an episode at season and series level).
     public var itemId: String?
-    /// The media file's name in its folder (its extension follows the reply's MIME type,
-    /// which may differ from the container); `nil` in files written before it was kept.
+    /// The media file's name in its folder; `nil` in files written before it was kept.
     public var fileName: String?
     /// The subtitle files downloaded beside the media.
     public var subtitles: [SubtitleFile]?
