@@ -12,8 +12,9 @@ struct MediaDiscovery {
 
     /// 1. version-specific (`*-<mediaSourceId>.*`), 2. item-based (`<itemId>-*`), 3. legacy
     /// `Media.*` in the item's own folder, 4. recursive search of season folders, 3 levels deep.
-    /// `exact`: this version's own file or none (whether a version is in the library; the
-    /// seed's fallbacks would answer with another version's file).
+    /// `exact`: this version's own file (or a legacy `Media.*`, the item's own version) or
+    /// none: whether a version is in the library (the item-based fallback would answer with
+    /// another version's file).
     func mediaFile(itemId: String, mediaSourceId: String?, exact: Bool = false) -> URL? {
         guard (try? MediaLayout.component(itemId)) != nil, mediaSourceId.map({ (try? MediaLayout.component($0)) != nil }) ?? true else { return nil }   // a validity check: the reason is not needed
         let candidates = files(in: downloads, depth: 3).filter { Self.mediaExtensions.contains($0.pathExtension.lowercased()) }

@@ -282,7 +282,7 @@ public final class CourierOrigin: Sendable {
             end = Int64(gzipped!.count) - 1
         }
         let bodyLength = max(0, end - start + 1)
-        if !f.chunked { headers.append(("Content-Length", String(bodyLength + f.contentLengthDelta))) }
+        if !f.noContentLength { headers.append(("Content-Length", String(bodyLength + f.contentLengthDelta))) }
         record.status = status
 
         update(serial, record)
@@ -332,6 +332,8 @@ public final class CourierOrigin: Sendable {
         }
         // A lying Content-Length leaves the connection unusable: close it.
         if f.contentLengthDelta != 0 { return false }
+        // A body of unannounced length ends only when the connection closes.
+        if f.noContentLength { return false }
         return keepAlive
     }
 

@@ -55,8 +55,9 @@ public struct Fault: Sendable, Equatable, Codable {
     /// Send the file's bytes as they are, labelled with this `Content-Encoding` (the file
     /// is already encoded: a precompressed `.gz`, or a decompression bomb) (query: `encoding`).
     public var contentEncoding: String?
-    /// Send no `Content-Length`: the body goes chunked, of unannounced length (query: `chunked`).
-    public var chunked = false
+    /// Send no `Content-Length`: the body is of unannounced length and ends when the
+    /// connection closes, so a drop looks like a clean end (query: `nolength`).
+    public var noContentLength = false
     /// Only apply the fault to this many requests to the path, then behave (0 = always)
     /// (query: `times`). ``bytesPerSecond`` is not a misbehaviour and always applies.
     public var times = 0
@@ -92,7 +93,7 @@ public struct Fault: Sendable, Equatable, Codable {
         times = int("times").map { Int($0) } ?? 0
         contentDisposition = query["disposition"]
         contentEncoding = query["encoding"]
-        chunked = flag("chunked")
+        noContentLength = flag("nolength")
     }
 
     /// Whether any field is set.

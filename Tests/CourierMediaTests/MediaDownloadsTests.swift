@@ -282,8 +282,11 @@ extension MediaWorld {
         let w = try await MediaWorld()
         defer { Task { await w.close() } }
         let report = try await w.library.download(itemId: "abc123", versionId: "ghi789")
-        let job = try await w.library.plan(itemId: "abc123", versionId: "ghi789", options: MediaDownloadOptions())
-        try w.library.jobs.save(job)   // as if the kill landed just before its removal
+        var job = try await w.library.plan(itemId: "abc123", versionId: "ghi789", options: MediaDownloadOptions())
+        // As if the kill landed just before its removal: the job that wrote the entry.
+        job.uuid = try #require(w.library.downloadedVersions(itemId: "abc123").first { $0.versionId == "ghi789" }?.taskId)
+        job.plannedPath = report.mediaPath
+        try w.library.jobs.save(job)
         await w.library.shutdown()
         w.origin.clearRequests()
         w.library = try w.makeLibrary()

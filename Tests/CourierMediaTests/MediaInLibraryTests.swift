@@ -215,4 +215,50 @@ import Testing
         #expect(!w.library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "def456"))
         #expect(try await w.library.downloader.database.allRecords().isEmpty)
     }
+
+    /// Killed after a page that arrived for a download again was refused and removed, but
+    /// before its record was forgotten: the next launch never takes the copy in the
+    /// library for what arrived (nor judges it by the page's type): it downloads again.
+    @Test func aKillAfterARefusedDownloadAgainNeverCostsTheCopy() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        try w.addItem("keep3", #"{"Id":"keep3","Type":"Movie","Name":"Kept","MediaSources":[{"Id":"k3","Container":"mp4"}]}"#)
+        let good = try w.addFile("k3", size: 60_000)
+        let first = try await w.library.download(itemId: "keep3")
+        let page = "<!DOCTYPE html><html><body>Sign in" + String(repeating: " ", count: 30_000) + "</body></html>"
+        try Data(page.utf8).write(to: w.served.appendingPathComponent("jellyfin/media/k3"))
+        // The download again arrives (as .incoming) and is refused; the kill lands before the record goes.
+        let job = try await w.library.plan(itemId: "keep3", versionId: nil, options: MediaDownloadOptions())
+        #expect(job.plannedPath.hasSuffix(".incoming"))
+        try w.library.jobs.save(job)
+        let downloader = await w.library.downloader
+        try await downloader.enqueue(try await w.library.request(for: job))
+        _ = try await downloader.waitForCompletion(id: job.taskId)
+        try FileManager.default.removeItem(at: w.root.appendingPathComponent(job.plannedPath))
+        await w.library.shutdown()
+        w.library = try w.makeLibrary()
+        #expect(try await w.library.resumeAll() == [job.version])
+        #expect(await errorCode { _ = try await w.library.completion(of: job.version) } == "E_NOT_MEDIA")
+        #expect(w.file(first.mediaPath) == good)
+        #expect(w.library.isItemVersionDownloaded(itemId: "keep3", mediaSourceId: "k3"))
+    }
+
+    /// Killed between a download again's job and its engine record: the next launch
+    /// downloads it (the copy in the library is not taken for its end).
+    @Test func aDownloadAgainKilledBeforeItsRecordDownloadsAtTheNextLaunch() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        try w.addItem("keep4", #"{"Id":"keep4","Type":"Movie","Name":"Kept","MediaSources":[{"Id":"k4","Container":"mp4"}]}"#)
+        try w.addFile("k4", size: 60_000)
+        let first = try await w.library.download(itemId: "keep4")
+        let newer = try w.addFile("k4", size: 70_000)
+        let job = try await w.library.plan(itemId: "keep4", versionId: nil, options: MediaDownloadOptions())
+        try w.library.jobs.save(job)
+        #expect(try await w.library.inFlight().first?.state == "queued")
+        await w.library.shutdown()
+        w.library = try w.makeLibrary()
+        #expect(try await w.library.resumeAll() == [job.version])
+        let report = try await w.library.completion(of: job.version)
+        #expect(report.mediaPath == first.mediaPath && w.file(report.mediaPath) == newer)
+    }
 }

@@ -76,6 +76,7 @@ extension DownloadRun {
 
         let file = try PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
+        let heldBefore = file.logicalLength   // what earlier attempts left: a short body of unannounced length must add to it
         if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
         var hasher: SHA256? = nil
         if record.expectedSHA256 != nil { hasher = try Self.hasher(prefixOf: partialURL, length: plan.offset) }
@@ -182,6 +183,16 @@ extension DownloadRun {
             if let expected = plan.expectedBodyLength, received < expected {
                 throw CourierError(.shortBody, "the body ended after \(received) of \(expected) announced bytes")
             }
+            return .needsMore
+        }
+        if plan.totalBytes == nil, let size = record.expectedBytes, length < size {
+            // Unannounced length, ended short of the caller's size: a cut connection looks
+            // the same as a clean end. Resumed while a validator ties the bytes and each reply
+            // adds to them; else (a page, a smaller file, a server that ignores ranges) failed.
+            guard plan.resumable, plan.etag != nil || plan.lastModified != nil, length > heldBefore else {
+                return try await failDiscarding(CourierError(.sizeMismatch, "the file has \(length) bytes, \(size) were expected"), record: current, contentType: plan.contentType)
+            }
+            current = try await persist { setPlan(&$0); $0.bytesReceived = length }
             return .needsMore
         }
         // Whole: the completed write below records the length; no progress write before it.

@@ -121,7 +121,10 @@ extension Downloader {
         // No unlink of the partial otherwise: the record's bytesReceived lags the file by up
         // to a second, and ResumePlan already discards kept bytes nothing ties to a version.
         // Another URL is another file: kept bytes of the old one are never spliced onto it.
-        let otherChecks = existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256) || existing.expectedBytes != (p.request.expectedSize ?? existing.expectedBytes)
+        // A size given now that the record knows to be another one (a record without one,
+        // from before v9, adopts it and keeps its bytes).
+        let sizeChanged = p.request.expectedSize.map { size in existing.expectedBytes.map { $0 != size } ?? existing.totalBytes.map { $0 != size } ?? false } ?? false
+        let otherChecks = existing.expectedSHA256 != (p.sha ?? existing.expectedSHA256) || sizeChanged
         let fresh = existing.state == .completed || existing.localFinalPath != p.destination || existing.remoteUrl != p.redactedURL || otherChecks
         // Revalidating a finished file: its validators go with the request from zero; the
         // file stays until a new version replaces it (or a 304 keeps it).
@@ -136,7 +139,7 @@ extension Downloader {
         existing.mediaId = p.request.mediaId ?? existing.mediaId
         existing.mediaType = p.request.mediaType ?? existing.mediaType
         existing.expectedSHA256 = p.sha ?? existing.expectedSHA256
-        existing.expectedBytes = p.request.expectedSize ?? existing.expectedBytes
+        existing.expectedBytes = p.request.expectedSize ?? (fresh ? nil : existing.expectedBytes)   // another file: the old size no longer applies
         existing.priority = p.request.priority
         existing.connections = p.connections
         existing.state = .queued

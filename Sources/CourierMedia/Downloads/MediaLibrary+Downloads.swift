@@ -12,6 +12,12 @@ extension MediaLibrary {
     @discardableResult
     public func start(itemId: String, versionId: String? = nil, options: MediaDownloadOptions = MediaDownloadOptions()) async throws -> MediaVersion {
         let job = try await plan(itemId: itemId, versionId: versionId, options: options)
+        return try await exclusively(job.taskId) { try await start(job) }
+    }
+
+    /// ``start(itemId:versionId:options:)`` of a planned job, alone among its version's calls.
+    private func start(_ job: MediaJob) async throws -> MediaVersion {
+        let options = job.options
         if finishers[job.taskId] != nil { return job.version }
         if options.keepsMediaInLibrary, jobs.load(job.taskId) == nil, try await downloader.record(id: job.taskId) == nil, let report = completedReport(job.version) {
             // In the library already and kept: only the subtitles asked for that it lacks.
@@ -68,7 +74,7 @@ extension MediaLibrary {
         }
         let taskId = MediaJob.taskId(version)
         let forward = Task {
-            guard jobs.load(taskId) != nil else {
+            guard let job = jobs.load(taskId) else {
                 if hub.isSettling(version) { return }   // its end comes from the hub in a moment
                 continuation.yield(completedReport(version).map { .completed($0) } ?? .failed(CourierError(.notFound, "nothing of \(version) is downloading or downloaded")))
                 continuation.finish()
@@ -76,7 +82,7 @@ extension MediaLibrary {
             }
             // Only subtitles to fetch for a copy in the library: the engine has no part in it
             // (its stream would replay the end of the copy's own download).
-            if (try? await downloader.record(id: taskId)) == nil, mediaFile(for: version) != nil { return }   // unreadable store: follow the engine as usual
+            if job.options.keepsMediaInLibrary, (try? await downloader.record(id: taskId)) == nil, mediaFile(for: version) != nil { return }   // unreadable store: follow the engine as usual
             var handedOn = false   // the engine's completion: the library's finishing sends the end
             for await event in downloader.events(for: taskId) {
                 switch event {
@@ -112,21 +118,30 @@ extension MediaLibrary {
     /// Pauses a version's download, keeping its bytes (also one another process runs).
     public func pause(_ version: MediaVersion) async throws {
         let taskId = MediaJob.taskId(version)
-        guard jobs.load(taskId) != nil else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
-        try await downloader.pause(id: taskId)
+        try await exclusively(taskId) {
+            guard jobs.load(taskId) != nil else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
+            try await downloader.pause(id: taskId)
+        }
     }
 
     /// Resumes a paused, failed or interrupted version from the bytes it kept.
     public func resume(_ version: MediaVersion) async throws {
-        guard let job = jobs.load(MediaJob.taskId(version)) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
-        if hub.isSettling(version) { return }   // it is ending (completed or refused) right now
-        hub.reopen(version)
-        try await bringBack(job)
+        try await exclusively(MediaJob.taskId(version)) {
+            guard let job = jobs.load(MediaJob.taskId(version)) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
+            if hub.isSettling(version) { return }   // it is ending (completed or refused) right now
+            hub.reopen(version)
+            try await bringBack(job)
+        }
     }
 
     /// Cancels a version's download: its partial file, record and job go. A copy already
     /// in the library (an earlier download of the same version) stays.
     public func cancel(_ version: MediaVersion) async throws {
+        try await exclusively(MediaJob.taskId(version)) { try await cancelAlone(version) }
+    }
+
+    /// ``cancel(_:)``, alone among the version's calls.
+    private func cancelAlone(_ version: MediaVersion) async throws {
         let taskId = MediaJob.taskId(version)
         guard let job = jobs.load(taskId) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
         hub.settle(version)
@@ -165,7 +180,7 @@ extension MediaLibrary {
             let record = try await downloader.record(id: job.taskId)
             // No record: finishing when the media is in place (only extras left, or a kill
             // after the record was forgotten), else about to be queued (killed before it was).
-            let inPlace = record == nil && mediaFile(for: job.version) != nil
+            let inPlace = record == nil && (job.options.keepsMediaInLibrary && mediaFile(for: job.version) != nil || finishedBy(job))
             let state: String
             switch record?.state {
             case nil: state = inPlace ? "finishing" : "queued"
@@ -192,9 +207,13 @@ extension MediaLibrary {
                 if record.state == .paused, !includePaused { continue }
                 if record.state == .failed, !includeFailed { continue }
             }
-            hub.reopen(job.version)
             do {
-                if try await bringBack(job) { resumed.append(job.version) }
+                let goes = try await exclusively(job.taskId) { () async throws -> Bool in
+                    guard finishers[job.taskId] == nil, jobs.load(job.taskId) != nil else { return false }   // started or cancelled meanwhile
+                    hub.reopen(job.version)
+                    return try await bringBack(job)
+                }
+                if goes { resumed.append(job.version) }
             } catch let error as CourierError where error.code == .leased {
                 logger.info("\(job.version) runs in another process; left to it")
             }
@@ -211,9 +230,11 @@ extension MediaLibrary {
         if let record = try await downloader.record(id: job.taskId) {
             if record.state != .completed { try await downloader.resume(id: job.taskId) }
             else if !mediaFileArrived(job, record) { try await downloader.enqueue(try request(for: job)) }
-        } else if let report = completedReport(job.version) {
-            // In the library: done, or only subtitles to fetch (the finisher sees it in place).
-            if hasEverythingAskedFor(job) {
+        } else if let report = completedReport(job.version), finishedBy(job) || job.options.keepsMediaInLibrary {
+            // This job's end with only its removal lost, or a copy kept: done, or only
+            // subtitles to fetch (the finisher sees the copy in place). A download again that
+            // never reached the engine is not taken for done by the copy it would replace.
+            if !job.options.keepsMediaInLibrary || hasEverythingAskedFor(job) {
                 hub.publish(job.version, .completed(report))
                 jobs.remove(job.taskId)
                 return false
@@ -235,7 +256,21 @@ extension MediaLibrary {
     /// its MIME type gave it.
     nonisolated func mediaFileArrived(_ job: MediaJob, _ record: DownloadRecord) -> Bool {
         let named = (try? finalPath(job, record)) ?? job.plannedPath   // an invalid extension is refused when finishing
-        return [job.plannedPath, named].contains { FileManager.default.fileExists(atPath: root.appendingPathComponent($0).path) }
+        return FileManager.default.fileExists(atPath: root.appendingPathComponent(job.plannedPath).path) || arrivedInPlace(job, root.appendingPathComponent(named))
+    }
+
+    /// Whether `final` is the file this job's download put there: for a download again
+    /// (`.incoming`), only a file written after the job began, never the copy it replaces.
+    nonisolated func arrivedInPlace(_ job: MediaJob, _ final: URL) -> Bool {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: final.path) else { return false }   // no file: not arrived
+        guard job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) else { return true }
+        return ((attributes[.modificationDate] as? Date) ?? .distantPast) >= job.createdAt
+    }
+
+    /// Whether the version's entry in the library was written by this job (its task id):
+    /// the job ended and only its removal was lost to a kill.
+    nonisolated func finishedBy(_ job: MediaJob) -> Bool {
+        downloadedVersions(itemId: job.version.itemId).contains { $0.versionId == job.version.versionId && $0.taskId == job.uuid } && mediaFile(for: job.version) != nil
     }
 
     /// Starts the task that waits for the media and finishes the version, unless one runs;
@@ -266,57 +301,5 @@ extension MediaLibrary {
             ?? server.downloadURL(item: job.item, mediaSourceId: job.mediaSourceId, container: job.container, isStatic: true)
         return DownloadRequest(id: job.taskId, url: url, destination: job.plannedPath, mediaId: "\(job.item.id)-\(job.version.versionId)", mediaType: job.item.type.rawValue,
                                expectedSize: job.announcedSize.flatMap { $0 > 0 ? $0 : nil })
-    }
-
-    /// What downloading a version means: the item, its source, version id, file, subtitles,
-    /// and enough free space (seed 003: 100 MiB beyond what is still to come).
-    func plan(itemId: String, versionId: String?, options: MediaDownloadOptions) async throws -> MediaJob {
-        let item = try await server.item(id: try MediaLayout.component(itemId))
-        try ensureFolder()
-        guard item.id == itemId else { throw CourierError(.protocolViolation, "the server answered item \(item.id) for \(itemId)") }
-        guard item.type == .movie || item.type == .episode else { throw CourierError(.invalidArgument, "only movies and episodes download (\(itemId) is a \(item.type.rawValue))") }
-        let source = versionId.flatMap { v in item.mediaSources?.first { $0.id == v } } ?? (versionId == nil ? item.mediaSources?.first : nil)
-        if let versionId, source == nil, versionId != item.id {
-            throw CourierError(.notFound, "item \(itemId) has no version \(versionId)")
-        }
-        let sourceVersion = try MediaLayout.component(source?.id ?? item.id, "version id")
-        let version = try MediaLayout.component(options.transcoding.map { "\(sourceVersion)-\($0.versionSuffix)" } ?? sourceVersion, "version id")
-        let container = try MediaLayout.component((options.transcoding?.container ?? source?.container ?? "mp4").lowercased(), "container")
-        let key = MediaVersion(itemId: item.id, versionId: version)
-        let taskId = MediaJob.taskId(key)
-        let earlier = jobs.load(taskId)   // asked again: the job keeps its age, task id and file
-        // Downloaded again over a copy in the library: to a name of its own, which replaces
-        // the copy only once whole and valid (a web page answered now never costs the film).
-        let inLibrary = completedReport(key) != nil
-        let plannedPath = try earlier?.plannedPath ?? MediaLayout.mediaFile(item, versionId: version, container: container) + (inLibrary ? MediaLayout.incomingSuffix : "")
-        let announced = options.transcoding == nil ? source?.size : nil
-
-        let held = PartialFile.length(at: root.appendingPathComponent(plannedPath + ".partial"))
-        let needed = minimumFreeSpace + max(0, (announced ?? 0) - held)
-        if let available = DiskSpace.available(at: root), available < needed {
-            throw CourierError(.noSpace, "\(needed) bytes of free space are needed, \(available) are available")
-        }
-        return MediaJob(taskId: taskId, version: key, mediaSourceId: source?.id, item: item, container: container, plannedPath: plannedPath,
-                        options: options, announcedSize: announced, subtitles: try Self.subtitles(options.subtitles, of: source, version: key),
-                        createdAt: earlier?.createdAt ?? Date(), uuid: earlier?.uuid ?? UUID().uuidString)
-    }
-
-    /// The subtitle streams a choice names, checked against the source: an index it does
-    /// not have is `E_NOT_FOUND`; an image subtitle (PGS, VobSub) asked for
-    /// by index is `E_INVALID_ARGUMENT` (`.all` skips those).
-    static func subtitles(_ choice: SubtitleChoice, of source: MediaItem.MediaSource?, version: MediaVersion) throws -> [MediaItem.MediaStream] {
-        let streams = source?.subtitleStreams ?? []
-        switch choice {
-        case .none: return []
-        case .all: return streams.filter { MediaFileTypes.subtitleFormat(codec: $0.codec) != nil }
-        case let .indexes(list):
-            return try list.map { index in
-                guard let stream = streams.first(where: { $0.index == index }) else { throw CourierError(.notFound, "\(version) has no subtitle stream \(index)") }
-                guard MediaFileTypes.subtitleFormat(codec: stream.codec) != nil else {
-                    throw CourierError(.invalidArgument, "subtitle stream \(index) of \(version) is \(stream.codec ?? "of no known codec"): an image format, not a text file")
-                }
-                return stream
-            }
-        }
     }
 }

@@ -15,7 +15,8 @@ extension MediaLibrary {
     /// (paused, failed, cancelled) reach subscribers from the engine's events.
     func run(_ job: MediaJob) async {
         // In the library already (asked again with subtitles it lacks): only those extras.
-        let inPlace = (try? await downloader.record(id: job.taskId)) == nil ? mediaFile(for: job.version) : nil   // unreadable store: wait for the engine as usual
+        var inPlace: URL?
+        if job.options.keepsMediaInLibrary, (try? await downloader.record(id: job.taskId)) == nil { inPlace = mediaFile(for: job.version) }   // unreadable store: wait for the engine as usual
         var record: DownloadRecord?
         if inPlace == nil {
             do { record = try await awaitMedia(job) } catch { return }   // an engine end, already told by its own events
@@ -88,12 +89,14 @@ extension MediaLibrary {
         let planned = root.appendingPathComponent(job.plannedPath), final = root.appendingPathComponent(finalPath)
         let file: URL
         if FileManager.default.fileExists(atPath: planned.path) { file = planned }
-        else if FileManager.default.fileExists(atPath: final.path) { file = final }
+        else if arrivedInPlace(job, final) { file = final }
         else { throw CourierError(.fileNotFound, "the media file of \(job.version) vanished before it was put in the library") }
 
         // Validated before anything records it: a web page or a truncated file answered
-        // with 200 is removed, and the version fails with its own code.
-        if let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: PartialFile.length(at: file), announced: job.announcedSize,
+        // with 200 is removed, and the version fails with its own code. A file this job
+        // already renamed into place was validated before (and a copy that was there before
+        // the job is never judged by this reply's type).
+        if file == planned || !job.plannedPath.hasSuffix(MediaLayout.incomingSuffix), let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: PartialFile.length(at: file), announced: job.announcedSize,
                                                  minimumSize: minimumMediaSize, contentType: record.contentType) {
             try removeFile(file)
             MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))

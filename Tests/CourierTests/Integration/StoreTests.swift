@@ -228,6 +228,18 @@ import Testing
             #expect(records.filter { $0.mediaId?.hasPrefix("film-") == true }.count == 2)
             #expect(records.first { $0.id.hasPrefix("get-") }?.state == .completed)
 
+            // The paused version asked for again with its size (as the media library does after
+            // the upgrade): it adopts the size and keeps its bytes; another size starts afresh.
+            let ask = { @Sendable (size: Int64) in
+                Downloader.Prepared(request: DownloadRequest(id: a.id, url: a.remoteUrl, destination: a.localFinalPath, expectedSize: size), id: a.id,
+                                    destination: a.localFinalPath, partial: a.partialPath, sha: nil, redactedURL: a.remoteUrl, connections: 1)
+            }
+            let owner = LeaseOwner(id: "test:1:store")
+            let adopted = try await db.writer.write { try Downloader.upsert(ask(2_097_152), in: $0, runningHere: [], owner: owner, root: fx.root) }
+            #expect(adopted.record.bytesReceived == 524_288 && adopted.record.expectedBytes == 2_097_152 && adopted.discard.isEmpty)
+            let other = try await db.writer.write { try Downloader.upsert(ask(3_000_000), in: $0, runningHere: [], owner: owner, root: fx.root) }
+            #expect(other.record.bytesReceived == 0 && other.record.expectedBytes == 3_000_000 && other.discard == [a.partialPath])
+
             let d = try fx.downloader()
             try fx.serve("new.bin", size: 1000)
             try await d.enqueue(DownloadRequest(id: "new", url: fx.url("new.bin"), destination: "new.bin", expectedSize: 1000))
