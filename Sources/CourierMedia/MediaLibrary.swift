@@ -168,7 +168,9 @@ public actor MediaLibrary {
             (job.version.itemId == itemId && season == nil || job.item.seriesId == itemId && (season == nil || job.item.parentIndexNumber == season))
                 && (versionId == nil || job.version.versionId == versionId)
         }
-        for job in inFlight { try await cancel(job.version) }
+        for job in inFlight {
+            do { try await cancel(job.version) } catch let error as CourierError where error.code == .notFound {}   // it ended meanwhile: removed below with the rest
+        }
         guard FileManager.default.fileExists(atPath: folder.path) else {
             if !inFlight.isEmpty { return }
             throw CourierError(.notFound, "no item \(itemId) in the library")

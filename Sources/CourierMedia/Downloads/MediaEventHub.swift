@@ -4,7 +4,7 @@ import Foundation
 /// The library's own events (finishing, and the ends the library decides: completed, a
 /// failed validation, cancelled), to every subscriber of a version. A final event stays as
 /// the version's tombstone, so a subscriber that comes late still gets it, until the
-/// version is started again.
+/// version is started again (or a later end replaces it).
 final class MediaEventHub: Sendable {
     private struct State {
         var subscribers: [MediaVersion: [UUID: AsyncStream<MediaDownloadEvent>.Continuation]] = [:]

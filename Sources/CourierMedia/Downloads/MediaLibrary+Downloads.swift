@@ -7,7 +7,7 @@ import Foundation
 extension MediaLibrary {
     /// Starts downloading a version of a movie or episode (the first media source when
     /// `versionId` is nil) and returns once it is queued: follow it with ``events(for:)``.
-    /// Asking again for a version in flight changes nothing; asking for one that was
+    /// Asking again for a version in flight here changes nothing; asking for one that was
     /// interrupted resumes it from the bytes kept.
     @discardableResult
     public func start(itemId: String, versionId: String? = nil, options: MediaDownloadOptions = MediaDownloadOptions()) async throws -> MediaVersion {
@@ -74,6 +74,11 @@ extension MediaLibrary {
         }
         let taskId = MediaJob.taskId(version)
         let forward = Task {
+            if await downloader.isShutDown {   // nothing will move again in this process
+                continuation.yield(.paused(MediaEventHub.shutDown(version)))
+                continuation.finish()
+                return
+            }
             guard let job = jobs.load(taskId) else {
                 if hub.isSettling(version) { return }   // its end comes from the hub in a moment
                 continuation.yield(completedReport(version).map { .completed($0) } ?? .failed(CourierError(.notFound, "nothing of \(version) is downloading or downloaded")))
@@ -135,7 +140,9 @@ extension MediaLibrary {
     }
 
     /// Cancels a version's download: its partial file, record and job go. A copy already
-    /// in the library (an earlier download of the same version) stays.
+    /// in the library (an earlier download of the same version) stays, and so does this one
+    /// when it was put in the library before the cancel took effect (its end is then
+    /// ``MediaDownloadEvent/completed(_:)``).
     public func cancel(_ version: MediaVersion) async throws {
         try await exclusively(MediaJob.taskId(version)) { try await cancelAlone(version) }
     }
@@ -145,31 +152,45 @@ extension MediaLibrary {
         let taskId = MediaJob.taskId(version)
         guard let job = jobs.load(taskId) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
         hub.settle(version)
-        let record = try await downloader.record(id: taskId)
-        if let finisher = finishers[taskId]?.task {
-            finisher.cancel()   // a finisher stops before its next step that would keep the version
-            await finisher.value
-        }
-        // Started again while this waited: that run is not this cancel's (checked with no
-        // wait before the engine's cancel, so it never takes the new run's record).
-        if finishers[taskId] != nil { return }
-        do { try await downloader.cancel(id: taskId) } catch let error as CourierError where error.code == .notFound {}   // no record: nothing to cancel in the engine
-        if finishers[taskId] != nil { return }
-        // Under the metadata lock: a finisher in another process checks the job there before
-        // it writes an entry, so it never lists a file this removes.
-        try await changingMetadata {
-            jobs.remove(taskId)
-            if completedReport(version) == nil {
-                // Arrived but never put in the library (cancelled while finishing, or after a
-                // kill there): it goes too, under either of its names.
-                let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
-                for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
-                MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-            } else if job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) {
-                try removeFile(root.appendingPathComponent(job.plannedPath))   // a new copy that arrived but was not put in place; the old one stays
+        let finisher = finishers[taskId]?.task
+        do {
+            let record = try await downloader.record(id: taskId)
+            finisher?.cancel()   // it stops before its next step that would keep the version
+            // The job goes first (under the metadata lock, where a finisher in another process
+            // looks for it before it writes an entry): a kill after this leaves at most a
+            // record and bytes that nothing resumes by itself, never a cancelled film that the
+            // next launch downloads again.
+            try await changingMetadata { jobs.remove(taskId) }
+            do { try await downloader.cancel(id: taskId) } catch let error as CourierError where error.code == .notFound {}   // no record: nothing to cancel in the engine
+            await finisher?.value   // the engine stopped: one waiting for the media returns at once
+            if finishedBy(job), let report = completedReport(version) {
+                // It was put in the library before the cancel took effect: it stays.
+                hub.publish(version, .completed(report))
+                return
             }
+            try await changingMetadata {
+                if completedReport(version) == nil {
+                    // Arrived but never put in the library (cancelled while finishing, or after a
+                    // kill there): it goes too, under either of its names.
+                    let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
+                    for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
+                    MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
+                } else if job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) {
+                    try removeFile(root.appendingPathComponent(job.plannedPath))   // a new copy that arrived but was not put in place; the old one stays
+                }
+            }
+            hub.publish(version, .cancelled)
+        } catch {
+            // The cancel could not finish: what is left goes on as it was (its finisher again,
+            // so its subscribers still get an end), and the caller hears why.
+            if jobs.load(taskId) != nil {
+                hub.reopen(version)
+                launch(job, following: true)
+            } else {
+                hub.publish(version, .failed(error as? CourierError ?? CourierError(.writeFailed, "cancelling \(version) failed", underlying: error)))
+            }
+            throw error
         }
-        hub.publish(version, .cancelled)
     }
 
     /// Every version not yet in the library, oldest first: queued, downloading, paused,
@@ -292,7 +313,10 @@ extension MediaLibrary {
     /// Makes sure a version whose media completed is being finished (a subscriber saw the
     /// completion of a job no task of this process follows).
     func ensureRunning(_ taskId: String) {
-        if finishers[taskId] == nil, let job = jobs.load(taskId) { launch(job) }
+        // Not while a start, pause, resume or cancel of it is under way (each sees to its
+        // finisher), nor once its end is being decided.
+        guard finishers[taskId] == nil, gates[taskId] == nil, let job = jobs.load(taskId), !hub.isSettling(job.version) else { return }
+        launch(job)
     }
 
     /// The engine request of a job: the static file, or the server's transcoding.

@@ -55,8 +55,9 @@ extension MediaLibrary {
     }
 
     /// The completed record of the job's media. The engine holds the download to the
-    /// media source's announced size (a reply of another size fails before a byte is
-    /// written): that failure leaves nothing here either (record, job, empty folders).
+    /// media source's announced size (a reply announcing another size fails before a byte
+    /// is written; one of unannounced length when it ends): that failure leaves nothing here
+    /// either (record, job, empty folders).
     func awaitMedia(_ job: MediaJob) async throws -> DownloadRecord {
         for await event in downloader.events(for: job.taskId) {
             guard let end = event.end else { continue }

@@ -19,7 +19,9 @@ extension MediaLibrary {
         let container = try MediaLayout.component((options.transcoding?.container ?? source?.container ?? "mp4").lowercased(), "container")
         let key = MediaVersion(itemId: item.id, versionId: version)
         let taskId = MediaJob.taskId(key)
-        let earlier = jobs.load(taskId)   // asked again: the job keeps its age, task id and file
+        // Asked again: the job keeps its age, task id and file; unless it ended (a kill took
+        // only its removal), when this is a download again like any other.
+        let earlier = jobs.load(taskId).flatMap { finishedBy($0) ? nil : $0 }
         // Downloaded again over a copy in the library: to a name of its own, which replaces
         // the copy only once whole and valid (a web page answered now never costs the film).
         let inLibrary = completedReport(key) != nil
