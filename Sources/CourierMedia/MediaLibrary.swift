@@ -43,10 +43,10 @@ public actor MediaLibrary {
     }
 
     /// A test hook run between the media file's arrival and the metadata write (where a
-    /// kill would orphan the file). Internal: for `@testable` tests only.
+    /// kill would orphan the file): for tests, and the CLI's hidden chaos flag only.
     var afterMediaInPlace: (@Sendable () async throws -> Void)?
     /// Sets ``afterMediaInPlace``.
-    func setAfterMediaInPlace(_ hook: (@Sendable () async throws -> Void)?) { afterMediaInPlace = hook }
+    @_spi(Testing) public func setAfterMediaInPlace(_ hook: (@Sendable () async throws -> Void)?) { afterMediaInPlace = hook }
 
     /// The library's own events (finishing and the ends it decides).
     let hub = MediaEventHub()

@@ -1,4 +1,5 @@
 import CourierOrigin
+import CourierTestSupport
 import Foundation
 import Testing
 #if canImport(Glibc)
@@ -96,5 +97,30 @@ import Glibc
         // Opened again without --url, the record keeps its group.
         let again = try await CLITests.run(["list", "--db", w.db, "--json"])
         #expect(again.stdout.contains("\"mediaId\" : \"film-9\""), "\(again.stdout)")
+    }
+
+    /// The issue's acceptance, with a real SIGKILL: the process dies after the media file
+    /// was put in place and before metadata.json was written; the same command again
+    /// fetches no media bytes and writes the metadata.
+    @Test func aKillBetweenTheMediaFileAndItsMetadataFetchesNoMediaAgain() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try MediaCLITests().jellyfin(w, mediaSize: 256 << 10)
+        let root = w.base.appendingPathComponent("lib")
+        let args = ["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1", "--quiet"]
+        let (p, out, err) = try CLITests.launch(args + ["--chaos-pause-before-metadata-ms", "60000"])
+        let media = root.appendingPathComponent("Downloads/film1/film1-v1.mkv")
+        #expect(try await eventually { FileManager.default.fileExists(atPath: media.path) })
+        kill(p.processIdentifier, SIGKILL)
+        _ = await CLITests.finish(p, out, err)
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("Downloads/film1/metadata.json").path))
+
+        w.origin.clearRequests()
+        let again = try await CLITests.run(args)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try Data(contentsOf: media) == data)
+        #expect(!w.origin.requests.contains { $0.path == "/Items/v1/Download" && $0.bodyBytesSent > 0 }, "\(w.origin.requests.map { "\($0.path) \($0.status) \($0.bodyBytesSent)" })")
+        let meta = try String(contentsOf: root.appendingPathComponent("Downloads/film1/metadata.json"), encoding: .utf8)
+        #expect(meta.contains("\"versionId\" : \"v1\""))
     }
 }

@@ -3,7 +3,7 @@ import Courier
 import CourierOrigin
 import Foundation
 import Testing
-@testable import CourierMedia
+@_spi(Testing) @testable import CourierMedia
 
 extension MediaWorld {
     /// Serves an item's JSON.

@@ -3,7 +3,7 @@ import Courier
 import CourierOrigin
 import Foundation
 import Testing
-@testable import CourierMedia
+@_spi(Testing) @testable import CourierMedia
 
 /// A version already in the library, downloaded again or given subtitles; a film refused
 /// by the engine on its announced size; the metadata lock, removal, and a shutdown while a

@@ -3,7 +3,7 @@ import Courier
 import CourierOrigin
 import Foundation
 import Testing
-@testable import CourierMedia
+@_spi(Testing) @testable import CourierMedia
 
 /// A Jellyfin-shaped origin with the seed's movie (two versions) and series (two seasons).
 final class MediaWorld: @unchecked Sendable { // one test at a time

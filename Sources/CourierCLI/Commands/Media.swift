@@ -1,6 +1,6 @@
 import ArgumentParser
 import Courier
-import CourierMedia
+@_spi(Testing) import CourierMedia
 import Foundation
 
 /// Shared flag of `courier media`.
@@ -163,6 +163,7 @@ struct Media: AsyncParsableCommand {
         @Flag(name: .long, help: "Print JSON (the paths in the library) instead of the media file's path.") var json = false
         @OptionGroup var stack: TransportOptions
         @Argument(help: "The item id.") var itemId: String
+        @Option(name: .customLong("chaos-pause-before-metadata-ms"), help: .hidden) var chaosPauseBeforeMetadata: Int?
 
         func validate() throws { _ = try MediaCommands.subtitleChoice(subtitles) }
 
@@ -170,6 +171,9 @@ struct Media: AsyncParsableCommand {
             Interrupts.shared.install()
             let choice = try MediaCommands.subtitleChoice(subtitles)
             try await options.run(server: server, json: json, transport: stack.transport()) { library in
+                // Fault injection for tests only (a hidden flag): hold the window between the
+                // media file's arrival and its metadata open, so a SIGKILL can land in it.
+                if let ms = chaosPauseBeforeMetadata, ms > 0 { await library.setAfterMediaInPlace { try await Task.sleep(for: .milliseconds(ms)) } }
                 let asked = MediaDownloadOptions(transcoding: transcode.options, subtitles: choice, keepsMediaInLibrary: keepMedia)
                 let version = try await library.start(itemId: itemId, versionId: versionId, options: asked)
                 let report = try await MediaCommands.follow(library, version, quiet: quiet)
