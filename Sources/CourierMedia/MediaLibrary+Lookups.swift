@@ -49,8 +49,7 @@ extension MediaLibrary {
     nonisolated func completedReport(_ version: MediaVersion) -> MediaDownloadReport? {
         guard let entry = MetadataStore(root: root).versions(forItem: version.itemId).last(where: { $0.versionId == version.versionId }),
               let file = mediaFile(for: version) else { return nil }
-        let rootPath = root.path.hasSuffix("/") ? root.path : root.path + "/"
-        let relative = { (url: URL) in url.path.hasPrefix(rootPath) ? String(url.path.dropFirst(rootPath.count)) : url.path }
+        let relative = { (url: URL) in (try? self.relativePath(url)) ?? url.path }   // a file outside the root is named whole
         let folder = file.deletingLastPathComponent()
         return MediaDownloadReport(mediaPath: relative(file), versionId: version.versionId, failedImages: [],
                                    subtitlePaths: (entry.subtitles ?? []).map { relative(folder.appendingPathComponent($0.fileName)) })

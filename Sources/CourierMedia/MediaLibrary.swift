@@ -56,28 +56,13 @@ public actor MediaLibrary {
     var finishers: [String: Finisher] = [:]
     /// A task finishing a version; its id tells it apart from one launched after it.
     struct Finisher { let id: UUID; let task: Task<Void, Never> }
-    /// Versions (by engine id) with a start, pause, resume or cancel under way, and the
-    /// calls waiting for it: one at a time per version, since each waits on the engine
-    /// between its checks and its changes, where another would slip in.
-    var gates: [String: [CheckedContinuation<Void, Never>]] = [:]
+    /// Start, pause, resume and cancel run one at a time per version (by engine id): each
+    /// waits on the engine between its checks and its changes, where another would slip in.
+    let steering = TurnsByKey()
 
     /// Runs `body` alone among the steering calls of one version.
     func exclusively<T>(_ taskId: String, _ body: () async throws -> T) async throws -> T {
-        if gates[taskId] != nil {
-            await withCheckedContinuation { gates[taskId, default: []].append($0) }   // handed the gate by the call before
-        } else {
-            gates[taskId] = []
-        }
-        defer {
-            if var waiting = gates[taskId], !waiting.isEmpty {
-                let next = waiting.removeFirst()
-                gates[taskId] = waiting
-                next.resume()
-            } else {
-                gates[taskId] = nil
-            }
-        }
-        return try await body()
+        try await steering.run(taskId, body)
     }
 
     /// The library folder, protected on (re)creation.

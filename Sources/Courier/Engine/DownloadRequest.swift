@@ -14,8 +14,9 @@ public struct DownloadRequest: Sendable, Equatable {
     public var sha256: String?
     /// The size the file must have, when the caller knows it (a media source's announced
     /// size): a reply that announces another size fails with `E_SIZE_MISMATCH` before a byte
-    /// of it is written (the partial goes); a reply of unannounced length is held to it, so
-    /// a body that ends short is resumed and one that runs past it fails.
+    /// of it is written (the partial goes); a reply of unannounced length fails once it runs
+    /// past it, and one that ends short resumes while a validator ties its bytes and each
+    /// reply adds to them (else it fails).
     public var expectedSize: Int64?
     /// Higher runs first.
     public var priority: Int

@@ -178,21 +178,7 @@ extension Downloader {
     /// back, pause, cancel): the actor lets others in while a splice waits on the disk, and
     /// a pause that cut the partial mid-splice would leave a hole of zeros behind.
     func serialized<T>(_ id: String, _ body: () async throws -> T) async throws -> T {
-        if handOffSteps[id] != nil {
-            await withCheckedContinuation { handOffSteps[id, default: []].append($0) }
-        } else {
-            handOffSteps[id] = []
-        }
-        defer {
-            if var waiters = handOffSteps[id], !waiters.isEmpty {
-                let next = waiters.removeFirst()
-                handOffSteps[id] = waiters
-                next.resume()   // the step passes to the next waiter
-            } else {
-                handOffSteps[id] = nil
-            }
-        }
-        return try await body()
+        try await handOffSteps.run(id, body)
     }
 
     /// The downloads handed off by this process or by one that is no longer running: the

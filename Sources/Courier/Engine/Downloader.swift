@@ -46,7 +46,7 @@ public actor Downloader {
     /// Downloads whose partial file a hand-off made whole: their next run only finishes them.
     var wholePartials: Set<String> = []
     /// Hand-off steps waiting for the one under way, per download (`serialized`).
-    var handOffSteps: [String: [CheckedContinuation<Void, Never>]] = [:]
+    let handOffSteps = TurnsByKey()
     /// Whether ``shutdown()`` ran: nothing new starts.
     public internal(set) var isShutDown = false
     /// Whether the scheduler pages through the database's queue (after

@@ -26,6 +26,10 @@ struct MediaJob: Codable, Sendable, Equatable {
     /// The seed's task UUID, kept in the version's metadata.
     var uuid: String
 
+    /// Whether it downloads a version again over its copy in the library (to `.incoming`,
+    /// put in the copy's place only once whole and valid).
+    var isDownloadAgain: Bool { plannedPath.hasSuffix(MediaLayout.incomingSuffix) }
+
     /// The engine id of a version: readable when it can be (`media:<item>:<version>`),
     /// hashed when the ids are not safe identifiers.
     static func taskId(_ version: MediaVersion) -> String {

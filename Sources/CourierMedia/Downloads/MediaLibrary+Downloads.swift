@@ -87,7 +87,7 @@ extension MediaLibrary {
             }
             // Only subtitles to fetch for a copy in the library: the engine has no part in it
             // (its stream would replay the end of the copy's own download).
-            if job.options.keepsMediaInLibrary, (try? await downloader.record(id: taskId)) == nil, mediaFile(for: version) != nil { return }   // unreadable store: follow the engine as usual
+            if await keptCopy(job) != nil { return }
             var handedOn = false   // the engine's completion: the library's finishing sends the end
             for await event in downloader.events(for: taskId) {
                 switch event {
@@ -175,7 +175,7 @@ extension MediaLibrary {
                     let named = record.flatMap { try? finalPath(job, $0) }   // no record or no valid name: the planned path is the only one
                     for path in [job.plannedPath, named].compactMap({ $0 }) { try removeFile(root.appendingPathComponent(path)) }
                     MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
-                } else if job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) {
+                } else if job.isDownloadAgain {
                     try removeFile(root.appendingPathComponent(job.plannedPath))   // a new copy that arrived but was not put in place; the old one stays
                 }
             }
@@ -267,6 +267,13 @@ extension MediaLibrary {
         return true
     }
 
+    /// The copy in the library when the job only fetches what it lacks (kept media, no
+    /// engine record); `nil` when the media comes through the engine.
+    nonisolated func keptCopy(_ job: MediaJob) async -> URL? {
+        guard job.options.keepsMediaInLibrary, (try? await downloader.record(id: job.taskId)) == nil else { return nil }   // unreadable store: the engine's way, as usual
+        return mediaFile(for: job.version)
+    }
+
     /// Whether the version's entry lists every subtitle the job asks for.
     nonisolated func hasEverythingAskedFor(_ job: MediaJob) -> Bool {
         let have = Set(downloadedVersions(itemId: job.version.itemId).last { $0.versionId == job.version.versionId }?.subtitles?.map(\.index) ?? [])
@@ -284,7 +291,7 @@ extension MediaLibrary {
     /// (`.incoming`), only a file written after the job began, never the copy it replaces.
     nonisolated func arrivedInPlace(_ job: MediaJob, _ final: URL) -> Bool {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: final.path) else { return false }   // no file: not arrived
-        guard job.plannedPath.hasSuffix(MediaLayout.incomingSuffix) else { return true }
+        guard job.isDownloadAgain else { return true }
         return ((attributes[.modificationDate] as? Date) ?? .distantPast) >= job.createdAt
     }
 
@@ -315,7 +322,7 @@ extension MediaLibrary {
     func ensureRunning(_ taskId: String) {
         // Not while a start, pause, resume or cancel of it is under way (each sees to its
         // finisher), nor once its end is being decided.
-        guard finishers[taskId] == nil, gates[taskId] == nil, let job = jobs.load(taskId), !hub.isSettling(job.version) else { return }
+        guard finishers[taskId] == nil, !steering.isBusy(taskId), let job = jobs.load(taskId), !hub.isSettling(job.version) else { return }
         launch(job)
     }
 

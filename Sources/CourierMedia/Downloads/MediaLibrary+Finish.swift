@@ -15,8 +15,7 @@ extension MediaLibrary {
     /// (paused, failed, cancelled) reach subscribers from the engine's events.
     func run(_ job: MediaJob) async {
         // In the library already (asked again with subtitles it lacks): only those extras.
-        var inPlace: URL?
-        if job.options.keepsMediaInLibrary, (try? await downloader.record(id: job.taskId)) == nil { inPlace = mediaFile(for: job.version) }   // unreadable store: wait for the engine as usual
+        let inPlace = await keptCopy(job)
         var record: DownloadRecord?
         if inPlace == nil {
             do { record = try await awaitMedia(job) } catch { return }   // an engine end, already told by its own events
@@ -97,7 +96,7 @@ extension MediaLibrary {
         // with 200 is removed, and the version fails with its own code. A file this job
         // already renamed into place was validated before (and a copy that was there before
         // the job is never judged by this reply's type).
-        if file == planned || !job.plannedPath.hasSuffix(MediaLayout.incomingSuffix), let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: PartialFile.length(at: file), announced: job.announcedSize,
+        if file == planned || !job.isDownloadAgain, let problem = MediaValidation.problem(head: try MediaValidation.head(of: file), size: PartialFile.length(at: file), announced: job.announcedSize,
                                                  minimumSize: minimumMediaSize, contentType: record.contentType) {
             try removeFile(file)
             MediaDiscovery.removeEmptyFolders(root.appendingPathComponent(MediaLayout.downloads))
