@@ -1,13 +1,20 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+let applePlatforms: [Platform] = [.macOS, .iOS, .tvOS, .watchOS, .visionOS, .macCatalyst]
+let otherPlatforms: [Platform] = [.linux, .android, .windows, .openbsd, .wasi]
+
 let package = Package(
     name: "Courier",
     // iOS 16 / macOS 13: Duration, Clock and Task.sleep(for:) need them; nothing newer is used
     // (Synchronization's Mutex, iOS 18, is replaced by the package's own lock).
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .visionOS(.v1)],
     products: [
+        // What an app imports: the engine and the platform's HTTP stack (URLSession on Apple
+        // platforms, AsyncHTTPClient elsewhere), by the platform conditions below.
         .library(name: "Courier", targets: ["Courier"]),
+        // AsyncHTTPClient as a transport, for Linux, servers and the CLI (SwiftNIO, BoringSSL).
+        .library(name: "CourierAsyncHTTPClient", targets: ["CourierAsyncHTTPClient"]),
         .library(name: "CourierOrigin", targets: ["CourierOrigin"]),
         .library(name: "CourierURLSession", targets: ["CourierURLSession"]),
         .library(name: "CourierAttachments", targets: ["CourierAttachments"]),
@@ -25,16 +32,26 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),   // scripts/docs
     ],
     targets: [
+        // The engine: no HTTP stack of its own, only the transport seam (swift-http-types).
         .target(
-            name: "Courier",
+            name: "CourierCore",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        .target(
+            name: "CourierAsyncHTTPClient",
+            dependencies: [
+                "CourierCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
@@ -43,16 +60,23 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // `import Courier`: the engine plus the platform's default transport.
+        .target(
+            name: "Courier",
+            dependencies: [
+                "CourierCore",
+                .target(name: "CourierURLSession", condition: .when(platforms: applePlatforms)),
+                .target(name: "CourierAsyncHTTPClient", condition: .when(platforms: otherPlatforms)),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "CourierAttachments",
             dependencies: [
                 "Courier",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .target(
@@ -70,17 +94,15 @@ let package = Package(
             dependencies: [
                 "Courier",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .target(
             name: "CourierURLSession",
             dependencies: [
-                "Courier",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                "CourierCore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -101,6 +123,7 @@ let package = Package(
             name: "CourierCLI",
             dependencies: [
                 "Courier",
+                "CourierAsyncHTTPClient",
                 "CourierAttachments",
                 "CourierDocuments",
                 "CourierMedia",
@@ -117,13 +140,13 @@ let package = Package(
             dependencies: ["CourierCLI", "Courier", "CourierURLSession", .product(name: "Logging", package: "swift-log")]
         ),
         // Helpers the test targets share (not a test target itself).
-        .target(name: "CourierTestSupport", dependencies: ["Courier"], path: "Tests/CourierTestSupport"),
-        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
-        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
-        .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierOrigin"]),
-        .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierOrigin"]),
+        .target(name: "CourierTestSupport", dependencies: ["Courier", "CourierCore", .product(name: "HTTPTypes", package: "swift-http-types")], path: "Tests/CourierTestSupport"),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
+        .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
+        .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierCore", "CourierOrigin"]),
+        .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierCore", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
-        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCLI", "CourierAttachments", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
+        .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCore", "CourierCLI", "CourierAttachments", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
                     exclude: ["HelpSnapshots"]),
     ]
 )

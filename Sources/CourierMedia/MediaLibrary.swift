@@ -38,7 +38,7 @@ public actor MediaLibrary {
         var config = DownloaderConfiguration(rootDirectory: root)
         config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
         configure(&config)
-        downloader = Downloader(configuration: config, database: database, transport: transport, requestAuthorizer: Credentials(headers: { [server] _, _ in server.authorizationHeaders() }), logger: logger)
+        downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, requestAuthorizer: Credentials(headers: { [server] _, _ in server.authorizationHeaders() }), logger: logger)
         if let protectionFailure { logger.warning("\(protectionFailure)") }
     }
 

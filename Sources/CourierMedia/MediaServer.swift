@@ -1,7 +1,5 @@
-import AsyncHTTPClient
 import Courier
 import Foundation
-import NIOCore
 
 /// Where items, media and images come from.
 public protocol MediaServer: Sendable {
@@ -44,38 +42,38 @@ public final class JellyfinServer: MediaServer {
     /// The server's base URL, without a trailing slash.
     public let baseURL: String
     private let token: String?
-    private let owned: OwnedHTTPClient
-    private var client: HTTPClient { owned.client }
+    private let service: ServiceTransport
 
     /// Connects to `baseURL` with an access token.
-    public init(baseURL: String, token: String?) throws {
-        self.baseURL = try OwnedHTTPClient.baseURL(baseURL)
+    /// - Parameters:
+    ///   - baseURL: the server's http or https URL.
+    ///   - token: the access token (`X-Emby-Token`), never stored.
+    ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
+    ///     platform's default, shut down by ``shutdown()``.
+    public init(baseURL: String, token: String?, transport: (any HTTPTransport)? = nil) throws {
+        _ = try URLPolicy.validate(baseURL)
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = token
-        self.owned = .forService()
+        self.service = ServiceTransport(transport)
     }
 
-    /// Releases the HTTP client, awaited; call it before dropping the adapter (a dropped
-    /// one still releases it, without waiting).
+    /// Releases the transport when the adapter made it, awaited; call it before dropping
+    /// the adapter.
     public func shutdown() async throws {
-        try await owned.shutdown()
+        try await service.shutdown()
     }
 
     public func authorizationHeaders() -> [(name: String, value: String)] { token.map { [("X-Emby-Token", $0)] } ?? [] }
 
     public func item(id: String) async throws -> MediaItem {
-        var request = HTTPClientRequest(url: "\(baseURL)/Items/\(try MediaLayout.component(id).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)")
-        for (k, v) in authorizationHeaders() { request.headers.add(name: k, value: v) }
-        let response: HTTPClientResponse, body: ByteBuffer
-        do {
-            response = try await client.execute(request, timeout: .seconds(30))
-            body = try await response.body.collect(upTo: 8 << 20)
-        } catch {
-            throw AsyncHTTPClientTransport.map(error, url: baseURL)
+        let url = "\(baseURL)/Items/\(try MediaLayout.component(id).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)"
+        let request = try TransportRequest(url: url, headers: authorizationHeaders(), timeout: .seconds(30))
+        let response = try await service.transport.send(request, followingRedirects: 5)
+        let body = try await response.body.collect(upTo: 8 << 20)
+        guard response.status == 200 else {
+            throw CourierError(response.status == 404 ? .notFound : .httpClientError, "the server answered \(response.status) for item \(id)", httpStatus: response.status)
         }
-        guard response.status == .ok else {
-            throw CourierError(response.status == .notFound ? .notFound : .httpClientError, "the server answered \(response.status.code) for item \(id)", httpStatus: Int(response.status.code))
-        }
-        do { return try JSONDecoder().decode(MediaItem.self, from: Data(body.readableBytesView)) } catch {
+        do { return try JSONDecoder().decode(MediaItem.self, from: body) } catch {
             throw CourierError(.protocolViolation, "item \(id) is not a BaseItemDto", underlying: error)
         }
     }

@@ -1,10 +1,9 @@
-import Courier
+import CourierCore
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import Logging
-import NIOHTTP1
 
 /// Background transfers: the running downloads handed to the system when the app is about
 /// to be suspended, and what the system fetched adopted by the engine.

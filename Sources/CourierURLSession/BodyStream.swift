@@ -1,15 +1,14 @@
-import Courier
+import CourierCore
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import NIOCore
 
 /// A task's body between the delegate (which appends) and the engine (which reads), with
 /// backpressure: past `limit` buffered bytes the task is suspended, and resumed once the
 /// reader has taken them.
 final class BodyStream: AsyncSequence, @unchecked Sendable { // state is locked
-    typealias Element = ByteBuffer
+    typealias Element = BodyChunk
 
     private struct State {
         var chunks: [Data] = []
@@ -92,7 +91,7 @@ final class BodyStream: AsyncSequence, @unchecked Sendable { // state is locked
     }
 
     /// The next chunk, `nil` at the end; throws the task's error.
-    func next() async throws -> ByteBuffer? {
+    func next() async throws -> BodyChunk? {
         while true {
             try Task.checkCancellation()
             enum Step { case chunk(Data), end(any Error), done, wait }
@@ -111,7 +110,7 @@ final class BodyStream: AsyncSequence, @unchecked Sendable { // state is locked
             }
             switch step {
             case let .chunk(data):
-                return ByteBuffer(bytes: data)
+                return BodyChunk(data)
             case let .end(error): throw error
             case .done: return nil
             case .wait:
@@ -136,7 +135,7 @@ final class BodyStream: AsyncSequence, @unchecked Sendable { // state is locked
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let stream: BodyStream
-        mutating func next() async throws -> ByteBuffer? { try await stream.next() }
+        mutating func next() async throws -> BodyChunk? { try await stream.next() }
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(stream: self) }

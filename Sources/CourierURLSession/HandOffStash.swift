@@ -1,6 +1,6 @@
-import Courier
+import CourierCore
 import Foundation
-import NIOHTTP1
+import HTTPTypes
 
 /// Where a background task's file waits to be adopted: `<key>.body` (the system's file,
 /// moved out of its temporary place before the delegate returns, as Apple requires) and
@@ -16,8 +16,8 @@ struct HandOffStash: Sendable {
         var status: Int
         var headers: [[String]]
 
-        var httpHeaders: HTTPHeaders {
-            HTTPHeaders(headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil })
+        var httpHeaders: HTTPFields {
+            HTTPFields(headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil })
         }
     }
 

@@ -1,10 +1,9 @@
-import Courier
+import CourierCore
 import Foundation
+import HTTPTypes
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import NIOCore
-import NIOHTTP1
 
 /// The session's delegate: routes each task's callbacks to the request waiting for its head
 /// and to its body stream. The completion handlers are `@Sendable` as Apple declares them
@@ -15,6 +14,10 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
         var head: CheckedContinuation<TransportResponse, any Error>?
         let body: BodyStream
         let url: String
+        /// The request body's staged copy, deleted when the task ends.
+        var staged: StagedBody?
+        /// Hears of the request body's bytes as the session sends them.
+        var observer: (any RequestBodyObserver)?
     }
 
     private let entries = Locked<[Int: Entry]>([:])
@@ -35,6 +38,7 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
         guard let entry = entries.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
         entry.head?.resume(throwing: CancellationError())
         entry.body.finish(CancellationError())
+        entry.staged?.remove()
     }
 
     /// The reply's head: the waiting request gets status, headers and the body stream.
@@ -57,20 +61,28 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
             completionHandler(.cancel)
             return
         }
-        var headers = HTTPHeaders()
+        var headers = HTTPFields()
         for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers.add(name: name, value: value) }
+            if let name = name as? String, let value = value as? String, let field = HTTPField.Name(name) {
+                headers.append(HTTPField(name: field, value: value))
+            }
         }
         if let coding = headers.first(name: "Content-Encoding"), coding.lowercased() != "identity" {
             let encoded = headers.first(name: "Content-Length").flatMap { Int64($0) } ?? 64 << 10
             body.limitDecoding(encodedLength: encoded, ratio: ratio)
         }
-        continuation.resume(returning: TransportResponse(status: http.statusCode, headers: headers, body: TransportBody(body)))
+        continuation.resume(returning: TransportResponse(status: http.statusCode, headerFields: headers, body: TransportBody(body)))
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         entries.withLock { $0[dataTask.taskIdentifier] }?.body.append(data)
+    }
+
+    /// A request body's progress: `bytesSent` more went out.
+    func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                    totalBytesExpectedToSend: Int64) {
+        entries.withLock { $0[task.taskIdentifier] }?.observer?.didSend(Int(bytesSent))
     }
 
     /// The engine follows redirects itself: the 3xx is handed back as the reply.
@@ -81,6 +93,7 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let entry = entries.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        entry.staged?.remove()
         let mapped = error.map { URLSessionTransport.map($0, url: entry.url) }
         if let head = entry.head {
             head.resume(throwing: mapped ?? CourierError(.protocolViolation, "the reply to \(entry.url) ended before its head"))

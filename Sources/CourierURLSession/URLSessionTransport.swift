@@ -1,10 +1,9 @@
-import Courier
+import CourierCore
 import Foundation
+import HTTPTypes
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import NIOCore
-import NIOHTTP1
 
 /// An `HTTPTransport` over `URLSession` data tasks: the system's networking and TLS, and
 /// its policies (cellular, expensive and constrained networks, waiting for connectivity).
@@ -37,7 +36,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
 
     /// The most body bytes held between the network and the engine before the task is suspended.
     public let bufferLimit: Int
-    private let session: URLSession
+    let session: URLSession
     private let router: TaskRouter
     private let isShutDown = Locked(false)
     /// The most body bytes any reply held at once: what the backpressure bounds.
@@ -70,15 +69,20 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
         if isShutDown.withLock({ $0 }) { throw CourierError(.invalidState, "the URLSession transport was shut down") }
         guard let url = URL(string: request.url) else { throw CourierError(.invalidURL, "invalid URL \(request.url)") }
         var urlRequest = URLRequest(url: url)
-        urlRequest.httpMethod = request.method
+        urlRequest.httpMethod = request.method.rawValue
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        for (name, value) in request.headers { urlRequest.addValue(value, forHTTPHeaderField: name) }
-        let task = session.dataTask(with: urlRequest)
+        if let timeout = request.timeout { urlRequest.timeoutInterval = max(0.001, timeout.timeInterval) }
+        for field in request.headerFields where request.body == nil || field.name != .contentLength {
+            urlRequest.addValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        // URLSession cannot be held back within a body: a rate limit paces whole bodies.
+        if let body = request.body, let observer = request.bodyObserver { try await observer.willSend(Int(body.length)) }
+        let (task, staged) = try makeTask(urlRequest, body: request.body)
         let stream = BodyStream(task: task, limit: bufferLimit, highWater: bufferHighWater)
         let target = request.url
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (head: CheckedContinuation<TransportResponse, any Error>) in
-                router.register(task, TaskRouter.Entry(head: head, body: stream, url: target))
+                router.register(task, TaskRouter.Entry(head: head, body: stream, url: target, staged: staged, observer: request.bodyObserver))
                 // Cancelled before it started (onCancel may have run before the register):
                 // end it here, so the waiter is never left without an answer.
                 if Task.isCancelled {

@@ -2,6 +2,7 @@ import Courier
 import CourierOrigin
 import Crypto
 import CourierTestSupport
+import CourierAsyncHTTPClient
 import Foundation
 import GRDB
 import Testing

@@ -85,7 +85,7 @@ public actor AttachmentQueue {
                 let id = String(record.id.dropFirst("attachment:".count))
                 return try await writer.read { db in try table.fetch(db, id: id) } ?? Attachment(id: id, filename: record.localFinalPath, state: .queuedDownload)
             }
-            downloader = Downloader(configuration: config, database: store, transport: transport,
+            downloader = Downloader(configuration: config, database: store, transportOrDefault: transport,
                                     urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
             downloader = nil

@@ -40,7 +40,7 @@ public struct DataRemoteStorage: RemoteStorage {
 
     /// Reads the file (refused over ``maxInMemoryBytes``) and hands it to the adapter.
     public func upload(fileAt file: URL, attachment: Attachment) async throws {
-        let size = try FileChunks.size(of: file)
+        let size = try HTTPCalls.size(of: file)
         guard size <= maxInMemoryBytes else {
             throw CourierError(.attachmentTooLarge, "\(attachment.filename) has \(size) bytes, over the \(maxInMemoryBytes) a Data-based storage may hold in memory")
         }

@@ -1,8 +1,5 @@
-import AsyncHTTPClient
 import Courier
 import Foundation
-import NIOCore
-import NIOHTTP1
 
 /// Attachments under a base URL: `PUT`, `GET` and `DELETE` of `<base>/<filename>`.
 /// Downloads go through Courier's resumable engine (``ResumableRemoteStorage``).
@@ -10,20 +7,26 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteS
     /// The base URL, without a trailing slash.
     public let baseURL: String
     private let headers: [(name: String, value: String)]
-    private let owned: OwnedHTTPClient
-    private var client: HTTPClient { owned.client }
+    private let service: ServiceTransport
 
     /// Makes an adapter; `headers` (auth) go with every request and are never persisted.
-    public init(baseURL: String, headers: [(name: String, value: String)] = []) throws {
-        self.baseURL = try OwnedHTTPClient.baseURL(baseURL)
+    /// - Parameters:
+    ///   - baseURL: an http or https URL; files go under it.
+    ///   - headers: sent with every request (to the base URL's origin only, after a redirect).
+    ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
+    ///     platform's default, shut down by ``shutdown()``.
+    public init(baseURL: String, headers: [(name: String, value: String)] = [], transport: (any HTTPTransport)? = nil) throws {
+        _ = try URLPolicy.validate(baseURL)
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        _ = try HTTPFields(validating: headers)
         self.headers = headers
-        self.owned = .forService()
+        self.service = ServiceTransport(transport)
     }
 
-    /// Releases the HTTP client, awaited; call it before dropping the adapter (a dropped
-    /// one still releases it, without waiting).
+    /// Releases the transport when the adapter made it, awaited; call it before dropping
+    /// the adapter.
     public func shutdown() async throws {
-        try await owned.shutdown()
+        try await service.shutdown()
     }
 
     func url(for attachment: Attachment) throws -> String {
@@ -31,11 +34,11 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteS
         return baseURL + "/" + name.split(separator: "/").map { SigV4Signer.uriEncode(String($0)) }.joined(separator: "/")
     }
 
-    private func request(_ method: HTTPMethod, _ url: String) -> HTTPClientRequest {
-        var r = HTTPClientRequest(url: url)
-        r.method = method
-        for (k, v) in headers { r.headers.add(name: k, value: v) }
-        return r
+    /// Sends a call (with the adapter's headers), following up to 5 redirects.
+    private func call(_ method: HTTPRequest.Method, _ url: String, extra: [(name: String, value: String)] = [],
+                      body: TransportRequestBody? = nil, timeout: Duration) async throws -> TransportResponse {
+        let request = try TransportRequest(url: url, method: method, headers: headers + extra, body: body, timeout: timeout)
+        return try await service.transport.send(request, followingRedirects: 5)
     }
 
     /// PUTs the file, streamed.
@@ -46,37 +49,38 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteS
     /// PUTs the file, streamed, with `If-Match` / `If-None-Match` for the precondition; a
     /// 412 is `E_CONFLICT`. Returns the reply's `ETag`, when it has one.
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String? {
-        var r = request(.PUT, try url(for: attachment))
-        if let type = attachment.mediaType { r.headers.add(name: "Content-Type", value: type) }
-        if let (name, value) = precondition.header { r.headers.add(name: name, value: value) }
-        r.body = FileChunks(url: file, offset: 0, length: try FileChunks.size(of: file)).body
-        let response = try await HTTPCalls.execute(client, r, timeout: .seconds(300))
+        var extra: [(name: String, value: String)] = []
+        if let type = attachment.mediaType { extra.append(("Content-Type", type)) }
+        if let (name, value) = precondition.header { extra.append((name, value)) }
+        let response = try await call(.put, try url(for: attachment), extra: extra,
+                                      body: .file(file, offset: 0, length: try HTTPCalls.size(of: file)), timeout: .seconds(300))
         let text = try await HTTPCalls.text(response)
-        if response.status == .preconditionFailed { throw precondition.conflict(attachment.filename) }
-        guard (200..<300).contains(response.status.code) else { throw HTTPCalls.failure("upload of \(attachment.filename)", response, text) }
-        return response.headers.first(name: "ETag")
+        if response.status == 412 { throw precondition.conflict(attachment.filename) }
+        guard (200..<300).contains(response.status) else { throw HTTPCalls.failure("upload of \(attachment.filename)", response, text) }
+        return response.headerFields.first(name: "ETag")
     }
 
     /// The file's `ETag` from a `HEAD` (`nil` on 404).
     public func version(of attachment: Attachment) async throws -> String? {
-        let response = try await HTTPCalls.execute(client, request(.HEAD, try url(for: attachment)), timeout: .seconds(60))
-        if response.status == .notFound || response.status == .gone { return nil }
-        guard response.status == .ok else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
-        return response.headers.first(name: "ETag")
+        let response = try await call(.head, try url(for: attachment), timeout: .seconds(60))
+        await response.body.drain()
+        if response.status == 404 || response.status == 410 { return nil }
+        guard response.status == 200 else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
+        return response.headerFields.first(name: "ETag")
     }
 
     /// GETs the file into `destination` (the queue uses the resumable engine instead).
     public func download(_ attachment: Attachment, to destination: URL) async throws {
-        let response = try await HTTPCalls.execute(client, request(.GET, try url(for: attachment)), timeout: .seconds(300))
-        guard response.status == .ok else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
+        let response = try await call(.get, try url(for: attachment), timeout: .seconds(300))
+        guard response.status == 200 else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
         try await HTTPCalls.save(response, to: destination)
     }
 
     /// DELETEs the file; 404 counts as done.
     public func delete(_ attachment: Attachment) async throws {
-        let response = try await HTTPCalls.execute(client, request(.DELETE, try url(for: attachment)), timeout: .seconds(60))
+        let response = try await call(.delete, try url(for: attachment), timeout: .seconds(60))
         let text = try await HTTPCalls.text(response)
-        guard (200..<300).contains(response.status.code) || response.status == .notFound else {
+        guard (200..<300).contains(response.status) || response.status == 404 else {
             throw HTTPCalls.failure("delete of \(attachment.filename)", response, text)
         }
     }

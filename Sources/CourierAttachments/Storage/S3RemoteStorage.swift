@@ -1,9 +1,6 @@
-import AsyncHTTPClient
 import Courier
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
 
 /// Where and how to reach an S3-compatible bucket (AWS, MinIO, R2, moto).
 public struct S3Configuration: Sendable {
@@ -74,24 +71,28 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
     /// The configuration.
     public let configuration: S3Configuration
     private let signer: SigV4Signer
-    private let owned: OwnedHTTPClient
-    private var client: HTTPClient { owned.client }
+    private let service: ServiceTransport
     /// Where the adapter logs (an upload started again, and why).
     let logger: Logger
 
     /// Makes an adapter.
-    public init(configuration: S3Configuration, logger: Logger = Logger(label: "courier.s3")) {
+    /// - Parameters:
+    ///   - configuration: the bucket, prefix, endpoint and credentials.
+    ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
+    ///     platform's default, shut down by ``shutdown()``.
+    ///   - logger: where the adapter logs.
+    public init(configuration: S3Configuration, transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.s3")) {
         self.configuration = configuration
         self.logger = logger
         self.signer = SigV4Signer(accessKeyID: configuration.accessKeyID, secretAccessKey: configuration.secretAccessKey,
                                   sessionToken: configuration.sessionToken, region: configuration.region)
-        self.owned = OwnedHTTPClient(configuration: .init(redirectConfiguration: .disallow))
+        self.service = ServiceTransport(transport)
     }
 
-    /// Releases the HTTP client, awaited; call it before dropping the adapter (a dropped
-    /// one still releases it, without waiting).
+    /// Releases the transport when the adapter made it, awaited; call it before dropping
+    /// the adapter.
     public func shutdown() async throws {
-        try await owned.shutdown()
+        try await service.shutdown()
     }
 
     /// The object URL of a key (path-style or virtual-host), with an optional query.
@@ -114,13 +115,14 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
         configuration.prefix + (try SafePath.validateRelative(attachment.filename))
     }
 
-    func send(_ method: HTTPMethod, _ url: URL, headers: [(String, String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
-                      body: HTTPClientRequest.Body? = nil, timeout: TimeAmount = .seconds(300)) async throws -> HTTPClientResponse {
-        var r = HTTPClientRequest(url: url.absoluteString)
-        r.method = method
-        for (k, v) in signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash) { r.headers.add(name: k, value: v) }
-        r.body = body
-        return try await HTTPCalls.execute(client, r, timeout: timeout)
+    /// Sends a signed call (S3 redirects are not followed: a wrong region is an error).
+    func send(_ method: HTTPRequest.Method, _ url: URL, headers: [(String, String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
+              body: TransportRequestBody? = nil, observer: (any RequestBodyObserver)? = nil, timeout: Duration = .seconds(300)) async throws -> TransportResponse {
+        var request = try TransportRequest(url: url.absoluteString, method: method,
+                                           headers: signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash).map { ($0.0, $0.1) },
+                                           body: body, timeout: timeout)
+        request.bodyObserver = observer
+        return try await service.transport.send(request)
     }
 
     /// Creates the bucket if it does not exist (for tests and first runs).
@@ -128,9 +130,9 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
         let base = objectURL(key: "")
         var c = URLComponents(url: base, resolvingAgainstBaseURL: false)!
         if configuration.addressing == .pathStyle { c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))" } else { c.percentEncodedPath = "/" }
-        let response = try await send(.PUT, c.url!)
+        let response = try await send(.put, c.url!)
         let text = try await HTTPCalls.text(response)
-        guard (200..<300).contains(response.status.code) || text.contains("BucketAlreadyOwnedByYou") || text.contains("BucketAlreadyExists") else {
+        guard (200..<300).contains(response.status) || text.contains("BucketAlreadyOwnedByYou") || text.contains("BucketAlreadyExists") else {
             throw HTTPCalls.failure("creating bucket \(configuration.bucket)", response, text)
         }
     }
@@ -160,10 +162,10 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
 
     /// The object's current ETag, or `nil` when it is absent.
     public func version(of attachment: Attachment) async throws -> String? {
-        let response = try await send(.HEAD, objectURL(key: try key(for: attachment)), timeout: .seconds(60))
-        if response.status == .notFound { return nil }
-        guard response.status == .ok else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
-        return response.headers.first(name: "ETag")
+        let response = try await send(.head, objectURL(key: try key(for: attachment)), timeout: .seconds(60))
+        if response.status == 404 { return nil }
+        guard response.status == 200 else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
+        return response.headerFields.first(name: "ETag")
     }
 
     /// The number of parts a file of `size` bytes is sent in.
@@ -174,16 +176,16 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
 
     /// GETs the object into `destination` (the queue uses the resumable engine instead).
     public func download(_ attachment: Attachment, to destination: URL) async throws {
-        let response = try await send(.GET, objectURL(key: try key(for: attachment)))
-        guard response.status == .ok else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
+        let response = try await send(.get, objectURL(key: try key(for: attachment)))
+        guard response.status == 200 else { throw HTTPCalls.failure("download of \(attachment.filename)", response, try await HTTPCalls.text(response)) }
         try await HTTPCalls.save(response, to: destination)
     }
 
     /// Deletes the object; deleting a missing one succeeds (S3 answers 204 either way).
     public func delete(_ attachment: Attachment) async throws {
-        let response = try await send(.DELETE, objectURL(key: try key(for: attachment)))
+        let response = try await send(.delete, objectURL(key: try key(for: attachment)))
         let text = try await HTTPCalls.text(response)
-        guard (200..<300).contains(response.status.code) || response.status == .notFound else {
+        guard (200..<300).contains(response.status) || response.status == 404 else {
             throw HTTPCalls.failure("delete of \(attachment.filename)", response, text)
         }
     }
@@ -196,9 +198,9 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
         var c = URLComponents(url: objectURL(key: ""), resolvingAgainstBaseURL: false)!
         if configuration.addressing == .pathStyle { c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))" } else { c.percentEncodedPath = "/" }
         c.percentEncodedQuery = query
-        let response = try await send(.GET, c.url!)
+        let response = try await send(.get, c.url!)
         let text = try await HTTPCalls.text(response)
-        guard response.status == .ok else { throw HTTPCalls.failure("listing \(configuration.bucket)", response, text) }
+        guard response.status == 200 else { throw HTTPCalls.failure("listing \(configuration.bucket)", response, text) }
         return text
     }
 

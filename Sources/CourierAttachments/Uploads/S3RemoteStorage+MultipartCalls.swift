@@ -1,8 +1,5 @@
-import AsyncHTTPClient
 import Courier
 import Foundation
-import NIOCore
-import NIOHTTP1
 
 /// A part as `CompleteMultipartUpload` names it: its ETag and, for an upload created with
 /// the SHA-256 checksum algorithm, its SHA-256 (S3 requires it then).
@@ -15,9 +12,9 @@ struct CompletedPart: Sendable {
 /// uploads nobody will finish.
 extension S3RemoteStorage {
     func createMultipart(key: String, headers: [(String, String)]) async throws -> String {
-        let create = try await send(.POST, objectURL(key: key, query: "uploads="), headers: headers)
+        let create = try await send(.post, objectURL(key: key, query: "uploads="), headers: headers)
         let text = try await HTTPCalls.text(create)
-        guard create.status == .ok, let uploadID = Self.xmlValue("UploadId", in: text) else {
+        guard create.status == 200, let uploadID = Self.xmlValue("UploadId", in: text) else {
             throw HTTPCalls.failure("starting a multipart upload of \(key)", create, text)
         }
         return Self.xmlUnescape(uploadID)
@@ -31,10 +28,10 @@ extension S3RemoteStorage {
         repeat {
             var query = "uploadId=\(SigV4Signer.uriEncode(uploadID))"
             if let marker { query = "part-number-marker=\(SigV4Signer.uriEncode(marker))&" + query }
-            let response = try await send(.GET, objectURL(key: key, query: query), timeout: .seconds(60))
+            let response = try await send(.get, objectURL(key: key, query: query), timeout: .seconds(60))
             let text = try await HTTPCalls.text(response)
-            if response.status == .notFound { return nil }
-            guard response.status == .ok else { throw HTTPCalls.failure("listing the parts of \(key)", response, text) }
+            if response.status == 404 { return nil }
+            guard response.status == 200 else { throw HTTPCalls.failure("listing the parts of \(key)", response, text) }
             for block in Self.xmlBlocks("Part", in: text) {
                 guard let number = Self.xmlValue("PartNumber", in: block).flatMap({ Int($0) }),
                       let size = Self.xmlValue("Size", in: block).flatMap({ Int64($0) }),
@@ -55,16 +52,16 @@ extension S3RemoteStorage {
                 + ($0.value.sha256.map { "<ChecksumSHA256>\($0.base64EncodedString())</ChecksumSHA256>" } ?? "") + "</Part>"
         }.joined() + "</CompleteMultipartUpload>"
         let body = Data(xml.utf8)
-        let response = try await send(.POST, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
+        let response = try await send(.post, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"),
                                       headers: [("Content-Length", String(body.count))] + (precondition.header.map { [$0] } ?? []),
-                                      payloadHash: SHA256Hex.hex(SHA256Hash.of(body)), body: .bytes(ByteBuffer(bytes: body)))
+                                      payloadHash: SHA256Hex.hex(SHA256Hash.of(body)), body: .bytes(body))
         let text = try await HTTPCalls.text(response)
-        if response.status == .preconditionFailed {
+        if response.status == 412 {
             await abortQuietly(key: key, uploadID: uploadID)
             throw precondition.conflict(key)
         }
         // S3 can answer 200 with an <Error> body.
-        guard response.status == .ok, !text.contains("<Error>") else {
+        guard response.status == 200, !text.contains("<Error>") else {
             throw HTTPCalls.failure("completing the multipart upload of \(key)", response, text)
         }
         return Self.xmlValue("ETag", in: text).map(Self.xmlUnescape)
@@ -74,10 +71,10 @@ extension S3RemoteStorage {
     /// ``abortAbandonedUploads(olderThan:keeping:now:)`` or the bucket's lifecycle takes it).
     func abortQuietly(key: String, uploadID: String) async {
         do {
-            let response = try await send(.DELETE, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"), timeout: .seconds(60))
+            let response = try await send(.delete, objectURL(key: key, query: "uploadId=\(SigV4Signer.uriEncode(uploadID))"), timeout: .seconds(60))
             _ = try await HTTPCalls.text(response)
-            if !(200..<300).contains(response.status.code), response.status != .notFound {
-                logger.warning("aborting upload \(uploadID) of \(key): \(response.status.code)")
+            if !(200..<300).contains(response.status), response.status != 404 {
+                logger.warning("aborting upload \(uploadID) of \(key): \(response.status)")
             }
         } catch {
             logger.warning("aborting upload \(uploadID) of \(key): \(error)")

@@ -1,10 +1,7 @@
-import AsyncHTTPClient
 import Courier
 import Crypto
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
 
 /// S3 uploads that go on where they stopped: the upload id and each part the server
 /// confirmed are in the journal's record, so a relaunch asks `ListParts`, sends only the
@@ -61,15 +58,15 @@ extension S3RemoteStorage: ResumableUploadStorage {
         let chunk = try source.read(offset: 0, length: source.size)
         let counter = UploadCounter(journal: journal, total: source.size, held: 0)
         let tally = RequestTally(counter)
-        let response = try await send(.PUT, objectURL(key: key),
+        let response = try await send(.put, objectURL(key: key),
                                       headers: headers + [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64),
                                                           ("x-amz-checksum-sha256", chunk.sha256.base64EncodedString())] + (precondition.header.map { [$0] } ?? []),
-                                      payloadHash: chunk.sha256Hex, body: .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length)))
+                                      payloadHash: chunk.sha256Hex, body: .bytes(chunk.data), observer: tally)
         let text = try await HTTPCalls.text(response)
-        if response.status == .preconditionFailed { throw precondition.conflict(key) }
-        guard response.status == .ok else { throw HTTPCalls.failure("upload of \(key)", response, text) }
-        let etag = response.headers.first(name: "ETag")
-        try Self.checkPartETag(etag, response.headers, chunk, key)
+        if response.status == 412 { throw precondition.conflict(key) }
+        guard response.status == 200 else { throw HTTPCalls.failure("upload of \(key)", response, text) }
+        let etag = response.headerFields.first(name: "ETag")
+        try Self.checkPartETag(etag, response.headerFields, chunk, key)
         try source.checkUnchanged()
         counter.confirmed(chunk.length)
         return etag
@@ -170,15 +167,15 @@ extension S3RemoteStorage: ResumableUploadStorage {
             attempt += 1
             let tally = RequestTally(counter)
             do {
-                let response = try await send(.PUT, objectURL(key: key, query: query),
+                let response = try await send(.put, objectURL(key: key, query: query),
                                               headers: [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64),
                                                         ("x-amz-checksum-sha256", chunk.sha256.base64EncodedString())],
-                                              payloadHash: chunk.sha256Hex, body: .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length)))
+                                              payloadHash: chunk.sha256Hex, body: .bytes(chunk.data), observer: tally)
                 let text = try await HTTPCalls.text(response)
-                guard response.status == .ok, let etag = response.headers.first(name: "ETag") else {
+                guard response.status == 200, let etag = response.headerFields.first(name: "ETag") else {
                     throw HTTPCalls.failure("part \(part.number) of \(key)", response, text)
                 }
-                try Self.checkPartETag(etag, response.headers, chunk, "part \(part.number) of \(key)")
+                try Self.checkPartETag(etag, response.headerFields, chunk, "part \(part.number) of \(key)")
                 try source.checkUnchanged()
                 try await journal.database.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
                                                                      etag: etag, md5: chunk.md5Hex, sha256: chunk.sha256Hex))
@@ -197,7 +194,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
     /// An ETag that is an MD5 (32 hex digits) must be the MD5 of what was sent, except for
     /// objects encrypted with KMS or a customer key, whose ETags are not MD5s (S3 checked
     /// `Content-MD5` itself for those).
-    static func checkPartETag(_ etag: String?, _ headers: HTTPHeaders, _ chunk: UploadChunk, _ what: String) throws {
+    static func checkPartETag(_ etag: String?, _ headers: HTTPFields, _ chunk: UploadChunk, _ what: String) throws {
         guard let etag else { return }
         let encryption = headers.first(name: "x-amz-server-side-encryption")?.lowercased() ?? ""
         if encryption.hasPrefix("aws:kms") || headers.first(name: "x-amz-server-side-encryption-customer-algorithm") != nil { return }
@@ -217,8 +214,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
             digests.append(contentsOf: stride(from: 0, to: 32, by: 2).compactMap { UInt8(md5.dropFirst($0).prefix(2), radix: 16) })
         }
         let expected = SHA256Hex.hex(Insecure.MD5.hash(data: digests)) + "-\(planned.count)"
-        let response = try await send(.HEAD, objectURL(key: key), timeout: .seconds(60))
-        guard response.status == .ok, let etag = response.headers.first(name: "ETag"), MultipartPlan.normalizedETag(etag) == expected else { return nil }
+        let response = try await send(.head, objectURL(key: key), timeout: .seconds(60))
+        guard response.status == 200, let etag = response.headerFields.first(name: "ETag"), MultipartPlan.normalizedETag(etag) == expected else { return nil }
         return etag
     }
 }

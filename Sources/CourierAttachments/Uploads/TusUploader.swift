@@ -1,9 +1,6 @@
-import AsyncHTTPClient
 import Courier
 import Foundation
 import Logging
-import NIOCore
-import NIOHTTP1
 
 /// A tus 1.0 client (<https://tus.io/protocols/resumable-upload>): creation, `HEAD` for the
 /// offset, `PATCH` from it, and the checksum (`sha1`) and termination extensions when the
@@ -17,13 +14,20 @@ public final class TusUploader: Sendable {
     /// Failed requests in a row before the upload gives up (default 6).
     public let maxAttempts: Int
     private let headers: [(name: String, value: String)]
-    private let owned: OwnedHTTPClient
+    private let service: ServiceTransport
     let logger: Logger
-    private var client: HTTPClient { owned.client }
 
     /// Makes a client; `headers` (auth) go with every request and are never persisted.
+    /// - Parameters:
+    ///   - endpoint: the creation URL.
+    ///   - headers: sent to the endpoint's origin only.
+    ///   - chunkSize: bytes per `PATCH`.
+    ///   - maxAttempts: failed requests in a row before the upload gives up.
+    ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
+    ///     platform's default, shut down by ``shutdown()``.
+    ///   - logger: where the client logs.
     public init(endpoint: URL, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20, maxAttempts: Int = 6,
-                logger: Logger = Logger(label: "courier.tus")) throws {
+                transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.tus")) throws {
         guard let scheme = endpoint.scheme?.lowercased(), scheme == "http" || scheme == "https", endpoint.host != nil else {
             throw CourierError(.invalidURL, "a tus endpoint is an http(s) URL: \(endpoint.absoluteString.prefix(200))")
         }
@@ -32,11 +36,12 @@ public final class TusUploader: Sendable {
         self.chunkSize = max(1, chunkSize)
         self.maxAttempts = max(1, maxAttempts)
         self.logger = logger
-        owned = OwnedHTTPClient(configuration: .init(redirectConfiguration: .disallow))
+        _ = try HTTPFields(validating: headers)
+        service = ServiceTransport(transport)
     }
 
-    /// Releases the HTTP client, awaited.
-    public func shutdown() async throws { try await owned.shutdown() }
+    /// Releases the transport when the client made it, awaited.
+    public func shutdown() async throws { try await service.shutdown() }
 
     /// Uploads `file`, going on with the journal's upload when it is the same file going to
     /// the same endpoint and the server still has it. Returns the upload URL; the record is
@@ -172,69 +177,60 @@ public final class TusUploader: Sendable {
 
     /// A request; the caller's headers (auth) go only to the endpoint's own origin, never to
     /// an upload URL a server's `Location` put elsewhere.
-    private func request(_ method: HTTPMethod, _ url: URL) -> HTTPClientRequest {
-        var r = HTTPClientRequest(url: url.absoluteString)
-        r.method = method
-        let sameOrigin = url.scheme?.lowercased() == endpoint.scheme?.lowercased() && url.host?.lowercased() == endpoint.host?.lowercased()
-            && (url.port ?? Self.defaultPort(url)) == (endpoint.port ?? Self.defaultPort(endpoint))
-        if sameOrigin { for (k, v) in headers { r.headers.add(name: k, value: v) } }
-        r.headers.add(name: "Tus-Resumable", value: TusHeaders.version)
-        return r
+    /// Sends a request (tus redirects are not followed).
+    private func send(_ method: HTTPRequest.Method, _ url: URL, _ extra: [(name: String, value: String)] = [],
+                      body: TransportRequestBody? = nil, observer: (any RequestBodyObserver)? = nil, timeout: Duration) async throws -> TransportResponse {
+        let own = url.origin == endpoint.origin ? headers : []
+        var request = try TransportRequest(url: url.absoluteString, method: method, headers: own + [("Tus-Resumable", TusHeaders.version)] + extra,
+                                           body: body, timeout: timeout)
+        request.bodyObserver = observer
+        return try await service.transport.send(request)
     }
-
-    private static func defaultPort(_ url: URL) -> Int { url.scheme?.lowercased() == "https" ? 443 : 80 }
 
     /// Whether the server checks a chunk's SHA-1 (`OPTIONS`: the checksum extension).
     private func offersSHA1() async throws -> Bool {
-        guard let response = try? await HTTPCalls.execute(client, request(.OPTIONS, endpoint), timeout: .seconds(30)) else { return false }   // OPTIONS is optional in tus: no answer means no extensions
+        guard let response = try? await send(.options, endpoint, timeout: .seconds(30)) else { return false }   // OPTIONS is optional in tus: no answer means no extensions
         _ = try? await HTTPCalls.text(response)   // the body is not needed; a failed read changes nothing
-        return TusHeaders.extensions(response.headers.first(name: "Tus-Extension")).contains("checksum")
-            && TusHeaders.checksumAlgorithms(response.headers.first(name: "Tus-Checksum-Algorithm")).contains("sha1")
+        return TusHeaders.extensions(response.headerFields.first(name: "Tus-Extension")).contains("checksum")
+            && TusHeaders.checksumAlgorithms(response.headerFields.first(name: "Tus-Checksum-Algorithm")).contains("sha1")
     }
 
     private func create(size: Int64, metadata: [String: String]) async throws -> URL {
-        var r = request(.POST, endpoint)
-        r.headers.add(name: "Upload-Length", value: String(size))
-        r.headers.add(name: "Content-Length", value: "0")
         let encoded = TusHeaders.metadata(metadata)
-        if !encoded.isEmpty { r.headers.add(name: "Upload-Metadata", value: encoded) }
-        let response = try await HTTPCalls.execute(client, r, timeout: .seconds(60))
+        let response = try await send(.post, endpoint, [("Upload-Length", String(size))] + (encoded.isEmpty ? [] : [("Upload-Metadata", encoded)]),
+                                      body: .bytes(Data()), timeout: .seconds(60))
         let text = try await HTTPCalls.text(response)
-        guard response.status == .created else { throw HTTPCalls.failure("creating a tus upload at \(endpoint.absoluteString)", response, text) }
-        return try TusHeaders.location(response.headers.first(name: "Location"), relativeTo: endpoint)
+        guard response.status == 201 else { throw HTTPCalls.failure("creating a tus upload at \(endpoint.absoluteString)", response, text) }
+        return try TusHeaders.location(response.headerFields.first(name: "Location"), relativeTo: endpoint)
     }
 
     /// The server's offset for the upload (`HEAD`); `nil` when the upload is gone or is
     /// not this file's (another length).
     private func serverOffset(_ url: URL, size: Int64) async throws -> Int64? {
-        let response = try await HTTPCalls.execute(client, request(.HEAD, url), timeout: .seconds(60))
-        if [404, 410, 403].contains(Int(response.status.code)) { return nil }
+        let response = try await send(.head, url, timeout: .seconds(60))
+        if [404, 410, 403].contains(response.status) { return nil }
         // Locked: a request of the killed run still holds the upload on the server (tusd).
-        if response.status.code == 423 { throw CourierError(.network, "the tus server still holds the upload locked (423)", httpStatus: 423) }
-        guard (200..<300).contains(Int(response.status.code)) else { throw HTTPCalls.failure("asking the tus server for the offset", response, "") }
-        let offset = try TusHeaders.offset(response.headers.first(name: "Upload-Offset"))
-        if let length = try TusHeaders.length(response.headers.first(name: "Upload-Length")), length != size { return nil }
+        if response.status == 423 { throw CourierError(.network, "the tus server still holds the upload locked (423)", httpStatus: 423) }
+        guard (200..<300).contains(response.status) else { throw HTTPCalls.failure("asking the tus server for the offset", response, "") }
+        let offset = try TusHeaders.offset(response.headerFields.first(name: "Upload-Offset"))
+        if let length = try TusHeaders.length(response.headerFields.first(name: "Upload-Length")), length != size { return nil }
         guard offset <= size else { throw CourierError(.protocolViolation, "the tus server holds \(offset) bytes of a \(size)-byte file") }
         return offset
     }
 
     private func patch(_ url: URL, _ chunk: UploadChunk, checksum: Bool, tally: RequestTally) async throws -> TusPatchOutcome {
-        var r = request(.PATCH, url)
-        r.headers.add(name: "Upload-Offset", value: String(chunk.offset))
-        r.headers.add(name: "Content-Type", value: "application/offset+octet-stream")
-        r.headers.add(name: "Content-Length", value: String(chunk.length))
-        if checksum { r.headers.add(name: "Upload-Checksum", value: "sha1 \(chunk.sha1Base64)") }
-        r.body = .stream(CountedBody(data: chunk.data, counter: tally), length: .known(chunk.length))
-        let response = try await HTTPCalls.execute(client, r, timeout: .seconds(300))
+        let response = try await send(.patch, url, [("Upload-Offset", String(chunk.offset)), ("Content-Type", "application/offset+octet-stream")]
+                                          + (checksum ? [("Upload-Checksum", "sha1 \(chunk.sha1Base64)")] : []),
+                                      body: .bytes(chunk.data), observer: tally, timeout: .seconds(300))
         _ = try await HTTPCalls.text(response)
-        return try TusPatchOutcome.judge(status: Int(response.status.code), offsetHeader: response.headers.first(name: "Upload-Offset"),
+        return try TusPatchOutcome.judge(status: response.status, offsetHeader: response.headerFields.first(name: "Upload-Offset"),
                                          sentFrom: chunk.offset, length: chunk.length)
     }
 
     /// Termination (`DELETE`): the server may drop the bytes. A failure is logged only.
     func terminate(_ url: URL) async {
         do {
-            let response = try await HTTPCalls.execute(client, request(.DELETE, url), timeout: .seconds(30))
+            let response = try await send(.delete, url, timeout: .seconds(30))
             _ = try await HTTPCalls.text(response)
         } catch {
             logger.info("terminating \(url.absoluteString): \(error)")

@@ -114,8 +114,9 @@ public protocol ResumableUploadStorage: RemoteStorage {
     func upload(fileAt file: URL, attachment: Attachment, journal: UploadJournal) async throws
 }
 
-/// The bytes one request has sent, so a failed request takes exactly them back.
-final class RequestTally: @unchecked Sendable {
+/// The bytes one request has sent, so a failed request takes exactly them back; the
+/// transport tells it of each slice, and it holds a slice back under the journal's rate limit.
+final class RequestTally: RequestBodyObserver, @unchecked Sendable {
     private let lock = NSLock()
     private var count: Int64 = 0
     let counter: UploadCounter
@@ -127,34 +128,12 @@ final class RequestTally: @unchecked Sendable {
         counter.sent(bytes)
     }
 
+    func willSend(_ count: Int) async throws {
+        if let due = counter.pace(Int64(count)), due > .now { try await Task.sleep(until: due, clock: .continuous) }
+    }
+
+    func didSend(_ count: Int) { add(Int64(count)) }
+
     /// Takes this request's bytes back from the counter (the request failed).
     func takeBack() { counter.lost(lock.withLock { count }) }
 }
-
-/// A byte buffer as a request body in 256 KiB slices, each counted as it is handed over.
-struct CountedBody: AsyncSequence, Sendable {
-    typealias Element = NIOCore.ByteBuffer
-    let data: Data
-    let counter: RequestTally?
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        let data: Data
-        let counter: RequestTally?
-        var offset = 0
-        mutating func next() async throws -> NIOCore.ByteBuffer? {
-            guard offset < data.count else { return nil }
-            let end = Swift.min(data.count, offset + (256 << 10))
-            let slice = NIOCore.ByteBuffer(bytes: data[data.startIndex + offset ..< data.startIndex + end])
-            if let due = counter?.counter.pace(Int64(end - offset)), due > .now {
-                try await Task.sleep(until: due, clock: .continuous)
-            }
-            counter?.add(Int64(end - offset))
-            offset = end
-            return slice
-        }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(data: data, counter: counter) }
-}
-
-import NIOCore

@@ -191,9 +191,9 @@ struct Get: AsyncParsableCommand {
     static func contentDispositionName(_ url: String, headers: [(name: String, value: String)], transport: any HTTPTransport) async -> String? {
         defer { Task { try? await transport.shutdown() } }   // the probe is over: nothing waits for its client
         let ask = Task { () -> String? in
-            guard let response = try? await transport.send(TransportRequest(url: url, method: "HEAD", headers: [("Accept-Encoding", "identity")] + headers)) else { return nil }   // the HEAD only suggests a name: the download itself reports errors
+            guard let response = try? await transport.send(TransportRequest(url: url, method: .head, headers: [("Accept-Encoding", "identity")] + headers)) else { return nil }   // the HEAD only suggests a name: the download itself reports errors
             await response.body.drain()
-            guard (200..<300).contains(response.status), let header = response.headers.first(name: "Content-Disposition"),
+            guard (200..<300).contains(response.status), let header = response.headerFields.first(name: "Content-Disposition"),
                   let name = try? ContentDisposition(parsing: header).fileName else { return nil }   // an unparsable header suggests no name
             return SafePath.sanitizedFileName(name)
         }

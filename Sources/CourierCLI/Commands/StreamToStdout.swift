@@ -20,13 +20,13 @@ struct StreamToStdout {
             var current = origin
             for _ in 0...5 {
                 let sent = current.origin == origin.origin ? headers : []
-                let response = try await transport.send(TransportRequest(url: current.absoluteString, headers: [("Accept-Encoding", "identity")] + sent))
+                let response = try await transport.send(try TransportRequest(url: current.absoluteString, headers: [("Accept-Encoding", "identity")] + sent))
                 switch response.status {
                 case 200:
                     var hasher = SHA256()
                     let out = FileHandle.standardOutput
                     for try await buffer in response.body {
-                        let data = Data(buffer.readableBytesView)
+                        let data = buffer.withUnsafeBytes { Data($0) }
                         hasher.update(data: data)
                         try out.write(contentsOf: data)
                     }
@@ -37,7 +37,7 @@ struct StreamToStdout {
                     return ExitCodes.success
                 case 301, 302, 303, 307, 308:
                     await response.body.drain()
-                    guard let location = response.headers.first(name: "Location") else { throw CourierError(.protocolViolation, "a redirect without a Location") }
+                    guard let location = response.headerFields.first(name: "Location") else { throw CourierError(.protocolViolation, "a redirect without a Location") }
                     current = try URLPolicy.redirectTarget(location: location, from: current)
                 default:
                     await response.body.drain()

@@ -1,5 +1,6 @@
 import ArgumentParser
-@_spi(Testing) import Courier
+@_spi(Testing) import CourierCore
+import CourierAsyncHTTPClient
 import Foundation
 
 /// Where the CLI keeps its records.

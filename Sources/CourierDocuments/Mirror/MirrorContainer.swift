@@ -52,7 +52,7 @@ public final class MirrorContainer: DocumentContainer {
                 let key = Placeholder.read(for: base.appendingPathComponent(path))?.key ?? path
                 return Attachment(id: path, filename: key, state: .queuedDownload)
             }
-            downloader = Downloader(configuration: config, database: database, transport: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
+            downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
         } else {
             downloader = nil
         }

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// Courier's ICU-free date text must be GRDB's, byte for byte, both ways.
 @Suite struct DatabaseDateTests {

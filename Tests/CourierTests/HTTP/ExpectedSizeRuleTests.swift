@@ -1,5 +1,5 @@
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// `BodyPlan.holding(to:)`: a size the caller knows, held against a reply.
 @Suite struct ExpectedSizeRuleTests {

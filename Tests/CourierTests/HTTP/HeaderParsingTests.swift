@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 @Suite struct ContentRangeTests {
     @Test func parsesSatisfiedRange() throws {

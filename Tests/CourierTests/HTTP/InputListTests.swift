@@ -1,5 +1,5 @@
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 @Suite struct InputListTests {
     let sha = String(repeating: "ab", count: 32)

@@ -1,7 +1,7 @@
 import Foundation
-import NIOHTTP1
+import HTTPTypes
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 @Suite struct ResumePlanTests {
     @Test func freshDownloadAsksForEverything() {
@@ -65,7 +65,7 @@ import Testing
     let resume = ResumePlan(partialLength: 100, etag: "\"v1\"", lastModified: nil, totalBytes: 1000, resumable: true)
     let fresh = ResumePlan(partialLength: 0, etag: nil, lastModified: nil, totalBytes: nil, resumable: true)
 
-    func h(_ pairs: (String, String)...) -> HTTPHeaders { HTTPHeaders(pairs) }
+    func h(_ pairs: (String, String)...) -> HTTPFields { HTTPFields(pairs) }
 
     @Test func fullReplyStartsAtZero() {
         let d = ResponseDisposition.decide(plan: fresh, status: 200, headers: h(("Content-Length", "1000"), ("ETag", "\"v1\"")))
@@ -118,7 +118,7 @@ import Testing
         [("Content-Range", "bytes 100-999/1000"), ("Content-Encoding", "gzip")],
     ])
     func suspicious206Restarts(_ pairs: [(String, String)]) {
-        let d = ResponseDisposition.decide(plan: resume, status: 206, headers: HTTPHeaders(pairs))
+        let d = ResponseDisposition.decide(plan: resume, status: 206, headers: HTTPFields(pairs))
         guard case .restart = d else { Issue.record("expected restart, got \(d)"); return }
     }
 

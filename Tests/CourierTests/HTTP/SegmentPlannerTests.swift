@@ -1,5 +1,5 @@
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 @Suite struct SegmentPlannerTests {
     @Test func initialSplitCoversTheFileInEqualRanges() {

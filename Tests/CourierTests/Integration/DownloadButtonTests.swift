@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// Seed 002's seven rules and "Clear data", one test each, against the live origin.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import GRDB
-@testable import Courier
+@testable import CourierCore
 
 /// Enqueuing a batch: one transaction, and no file touched before it commits.
 @Suite struct EnqueueTests {

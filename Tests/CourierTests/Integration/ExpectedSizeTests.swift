@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// `DownloadRequest.expectedSize` against the live origin: a reply of another size is

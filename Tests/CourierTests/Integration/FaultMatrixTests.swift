@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// Issue 7's randomized fault matrix: downloads through faults combined per request from a

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// Every way a download's run ends sends exactly one final event, `.ended`, saying why,

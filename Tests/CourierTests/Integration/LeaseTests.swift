@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// Two downloaders on one database file (as two processes would be, each with its own

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 @Suite(.serialized) struct LifecycleTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// The partial file's write path: gathered, aligned direct writes in the background with
 /// buffered heads and tails, checkpoints that claim only what is in the file, and resumes at

@@ -1,7 +1,7 @@
+import CourierAsyncHTTPClient
 import Foundation
-import NIOCore
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// Every kind of reply a server or CDN gives, against the live origin: the final file's
@@ -272,11 +272,11 @@ struct Overfeeding: HTTPTransport {
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         var response = try await inner.send(request)
         let body = response.body
-        response.body = TransportBody(AsyncThrowingStream<NIOCore.ByteBuffer, any Error> { continuation in
+        response.body = TransportBody(AsyncThrowingStream<BodyChunk, any Error> { continuation in
             let task = Task {
                 do {
                     for try await buffer in body { continuation.yield(buffer) }
-                    continuation.yield(NIOCore.ByteBuffer(repeating: 0xEE, count: 5000))
+                    continuation.yield(BodyChunk([UInt8](repeating: 0xEE, count: 5000)))
                     continuation.finish()
                 } catch { continuation.finish(throwing: error) }
             }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// A finished download fetched again (`DownloadRequest.revalidate`): the file in place is

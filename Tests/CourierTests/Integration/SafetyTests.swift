@@ -1,10 +1,10 @@
+import CourierAsyncHTTPClient
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import NIOCore
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 @Suite(.serialized) struct SafetyTests {
@@ -318,7 +318,7 @@ struct SecureFront: HTTPTransport {
     let inner: AsyncHTTPClientTransport
     func send(_ request: TransportRequest) async throws -> TransportResponse {
         if request.url.hasPrefix("https://secure.example") {
-            return TransportResponse(status: 302, headers: ["Location": target, "Content-Length": "0"], body: TransportBody(EmptyBody()))
+            return TransportResponse(status: 302, headerFields: [.location: target, .contentLength: "0"], body: TransportBody(EmptyBody()))
         }
         return try await inner.send(request)
     }
@@ -326,8 +326,8 @@ struct SecureFront: HTTPTransport {
 }
 
 struct EmptyBody: AsyncSequence, Sendable {
-    typealias Element = NIOCore.ByteBuffer
-    struct AsyncIterator: AsyncIteratorProtocol { mutating func next() async throws -> NIOCore.ByteBuffer? { nil } }
+    typealias Element = BodyChunk
+    struct AsyncIterator: AsyncIteratorProtocol { mutating func next() async throws -> BodyChunk? { nil } }
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator() }
 }
 

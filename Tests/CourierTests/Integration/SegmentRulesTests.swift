@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// A range of a segmented download is judged by the same rules as any reply: the
@@ -153,5 +153,5 @@ import CourierOrigin
     }
 }
 
-import NIOHTTP1
-typealias HTTPHeadersAlias = HTTPHeaders
+import HTTPTypes
+typealias HTTPHeadersAlias = HTTPFields

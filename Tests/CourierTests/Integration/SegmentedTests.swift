@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// Segmented downloads against the origin: parallel ranges, resume of every range, restart

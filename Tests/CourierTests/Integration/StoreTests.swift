@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 @Suite struct StoreTests {
     /// Courier's table lives in the app's own database, so the app can join it and write

@@ -1,6 +1,7 @@
+import CourierAsyncHTTPClient
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 typealias SelfSigned = SelfSignedCertificate

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// The run's rules, table-driven, with no server: each row feeds the machine a sequence of
 /// inputs and checks every action it returns.

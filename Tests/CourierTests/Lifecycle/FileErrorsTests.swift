@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// The `E_FNF` codes mean no such file and nothing else; every other failure keeps its
 /// own code and the system's error.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// The lease rules with the world injected: which owners count as alive.
 @Suite struct LeaseRulesTests {

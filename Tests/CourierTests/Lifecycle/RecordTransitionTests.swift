@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-@testable import Courier
+@testable import CourierCore
 
 /// The record's named transitions keep its invariants; the bulk SQL requeue is the same
 /// change as the Swift one.

@@ -3,7 +3,7 @@ import CourierURLSession
 import Crypto
 import Foundation
 import Logging
-@testable import Courier
+@testable import CourierCore
 import CourierOrigin
 
 /// A temporary world for one integration test: a served directory with generated files,
@@ -58,7 +58,7 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     }
 
     func downloader(refresher: (any URLRefreshing)? = nil, logger: Logger = Logger(label: "test"), _ change: (inout DownloaderConfiguration) -> Void = { _ in }) throws -> Downloader {
-        Downloader(configuration: configuration(change), database: try database(), transport: Self.transport(), urlRefresher: refresher, logger: logger)
+        Downloader(configuration: configuration(change), database: try database(), transportOrDefault: Self.transport(), urlRefresher: refresher, logger: logger)
     }
 
     /// The transport the integration suite runs over: AsyncHTTPClient by default (`nil`: the

@@ -1,5 +1,5 @@
 import Foundation
-import NIOHTTP1
+import HTTPTypes
 
 /// What a reply to one range of a segmented download means: the range rules here, every
 /// other status by the same rules as any reply (``ResponseDisposition``), so a range honours
@@ -22,7 +22,7 @@ public enum RangeReply: Equatable, Sendable {
 
     /// Decides what a reply to `Range: bytes=first-last` means for a download of `total`
     /// bytes that started with `validator`.
-    public static func decide(first: Int64, last: Int64, total: Int64, validator: Validator, status: Int, headers: HTTPHeaders, now: Date = Date()) -> RangeReply {
+    public static func decide(first: Int64, last: Int64, total: Int64, validator: Validator, status: Int, headers: HTTPFields, now: Date = Date()) -> RangeReply {
         switch status {
         case 206:
             if ResponseDisposition.isCompressed(headers) { return .restart(reason: "a compressed range reply") }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CourierCore
 import NIOConcurrencyHelpers
 
 /// An `HTTPClient` that its owner shuts down, awaited, exactly once: every client the

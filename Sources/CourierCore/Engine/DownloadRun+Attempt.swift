@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import NIOCore
 
 /// One single-connection attempt: the request, the reply judged by `HTTP/`, the body written.
 extension DownloadRun {
@@ -17,9 +16,9 @@ extension DownloadRun {
                 headers += try await authorizer.headers(for: record, url: redirects.current)
             }
             let current = redirects.current
-            let response = try await context.transport.send(TransportRequest(url: current.absoluteString, headers: headers))
+            let response = try await context.transport.send(try TransportRequest(url: current.absoluteString, headers: headers))
             activity.touch()
-            switch ResponseDisposition.decide(plan: plan, status: response.status, headers: response.headers) {
+            switch ResponseDisposition.decide(plan: plan, status: response.status, headers: response.headerFields) {
             case let .redirect(location):
                 await response.body.drain()
                 do { try redirects.follow(location) } catch let error as CourierError where error.code == .tooManyRedirects { return .fail(error) }
@@ -112,12 +111,12 @@ extension DownloadRun {
         do {
             for try await buffer in body {
                 activity.touch()
-                let n = Int64(buffer.readableBytes)
-                if file.wouldWait(appending: buffer.readableBytes) { try await file.settle() }
+                let n = Int64(buffer.count)
+                if file.wouldWait(appending: buffer.count) { try await file.settle() }
                 if let expected = plan.expectedBodyLength, received + n > expected {
                     // Keep only what the server announced; the rest is not this file.
                     let keep = Int(expected - received)
-                    try buffer.withUnsafeReadableBytes { raw in
+                    try buffer.withUnsafeBytes { raw in
                         let part = UnsafeRawBufferPointer(rebasing: raw[0..<keep])
                         try file.appendPipelined(part)
                         hasher?.update(bufferPointer: part)
@@ -132,7 +131,7 @@ extension DownloadRun {
                 if let limit, plan.offset + received + n > limit {
                     throw CourierError(.bodyTooLong, "the body runs past the \(limit)-byte limit")
                 }
-                try buffer.withUnsafeReadableBytes { raw in
+                try buffer.withUnsafeBytes { raw in
                     try file.appendPipelined(raw)
                     hasher?.update(bufferPointer: raw)
                 }

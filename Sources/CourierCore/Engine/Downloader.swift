@@ -57,22 +57,35 @@ public actor Downloader {
     var refillFailures = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
-    /// Makes a downloader.
+    /// Makes a downloader that speaks HTTP through `transport` (the app keeps it and shuts it
+    /// down). `import Courier` adds an initializer without it, for the platform's default:
+    /// URLSession on Apple platforms, AsyncHTTPClient elsewhere.
     /// - Parameters:
     ///   - configuration: the root directory and the engine's knobs.
     ///   - database: where records live (Courier's own file, or the app's database).
-    ///   - transport: how to speak HTTP; AsyncHTTPClient by default.
+    ///   - transport: how to speak HTTP.
     ///   - urlRefresher: supplies fresh URLs for expiring links.
     ///   - requestAuthorizer: supplies headers (auth) at request time; never persisted.
     ///   - logger: where the engine logs; secrets are redacted.
-    public init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: (any HTTPTransport)? = nil,
+    public init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: any HTTPTransport,
                 urlRefresher: (any URLRefreshing)? = nil, requestAuthorizer: (any RequestAuthorizing)? = nil,
                 logger: Logger = Logger(label: "courier")) {
-        self.ownsTransport = transport == nil
-        self.context = EngineContext(configuration: configuration, database: database, transport: transport ?? AsyncHTTPClientTransport(),
+        self.init(configuration: configuration, database: database, transport: transport, owningTransport: false,
+                  urlRefresher: urlRefresher, requestAuthorizer: requestAuthorizer, logger: logger)
+    }
+
+    /// Makes a downloader; `owningTransport`: ``shutdown()`` shuts the transport down too.
+    package init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: any HTTPTransport, owningTransport: Bool,
+                 urlRefresher: (any URLRefreshing)?, requestAuthorizer: (any RequestAuthorizing)?, logger: Logger) {
+        self.ownsTransport = owningTransport
+        self.context = EngineContext(configuration: configuration, database: database, transport: transport,
                                      refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: EventHub(),
                                      owner: LeaseOwner.make())
     }
+
+    /// The transport every request of this downloader goes through; the feature targets
+    /// (attachments, media, documents) send their own calls through it too.
+    public nonisolated var transport: any HTTPTransport { context.transport }
 
     /// The id this downloader writes into the leases of the records it runs.
     public nonisolated var leaseOwner: LeaseOwner { context.owner }

@@ -1,5 +1,5 @@
 import Foundation
-import NIOHTTP1
+import HTTPTypes
 
 /// Where and how to write a reply's body.
 public struct BodyPlan: Equatable, Sendable {
@@ -50,7 +50,7 @@ public enum ResponseDisposition: Equatable, Sendable {
     ///   - status: the reply's status code.
     ///   - headers: the reply's headers.
     ///   - now: the current time, for `Retry-After` dates.
-    public static func decide(plan: ResumePlan, status: Int, headers: HTTPHeaders, now: Date = Date()) -> ResponseDisposition {
+    public static func decide(plan: ResumePlan, status: Int, headers: HTTPFields, now: Date = Date()) -> ResponseDisposition {
         let etag = headers.first(name: "ETag")
         let lastModified = headers.first(name: "Last-Modified")
         let compressed = isCompressed(headers)
@@ -137,14 +137,14 @@ public enum ResponseDisposition: Equatable, Sendable {
     }
 
     /// Whether the body is content-coded (anything but `identity`), and so not resumable.
-    public static func isCompressed(_ headers: HTTPHeaders) -> Bool {
+    public static func isCompressed(_ headers: HTTPFields) -> Bool {
         headers[canonicalForm: "Content-Encoding"].contains { coding in
             let c = coding.trimmingCharacters(in: .whitespaces).lowercased()
             return !c.isEmpty && c != "identity"
         }
     }
 
-    private static func rangesRefused(_ headers: HTTPHeaders) -> Bool {
+    private static func rangesRefused(_ headers: HTTPFields) -> Bool {
         headers.first(name: "Accept-Ranges")?.trimmingHTTPWhitespace().lowercased() == "none"
     }
 
@@ -172,11 +172,27 @@ public enum ResponseDisposition: Equatable, Sendable {
         return nil
     }
 
-    private static func retryAfter(_ headers: HTTPHeaders, now: Date) -> TimeInterval? {
+    private static func retryAfter(_ headers: HTTPFields, now: Date) -> TimeInterval? {
         headers.first(name: "Retry-After").flatMap { try? RetryAfter.parse($0, now: now) }   // an unparsable Retry-After is absent: the backoff applies
     }
 
-    static func reasonPhrase(_ status: Int) -> String {
-        HTTPResponseStatus(statusCode: status).reasonPhrase
+    private static let reasonPhrases: [Int: String] = [
+        200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content",
+        300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
+        307: "Temporary Redirect", 308: "Permanent Redirect",
+        400: "Bad Request", 401: "Unauthorized", 402: "Payment Required", 403: "Forbidden", 404: "Not Found",
+        405: "Method Not Allowed", 406: "Not Acceptable", 407: "Proxy Authentication Required", 408: "Request Timeout",
+        409: "Conflict", 410: "Gone", 411: "Length Required", 412: "Precondition Failed", 413: "Content Too Large",
+        414: "URI Too Long", 415: "Unsupported Media Type", 416: "Range Not Satisfiable", 417: "Expectation Failed",
+        421: "Misdirected Request", 422: "Unprocessable Content", 423: "Locked", 425: "Too Early", 426: "Upgrade Required",
+        428: "Precondition Required", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+        451: "Unavailable For Legal Reasons",
+        500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable",
+        504: "Gateway Timeout", 505: "HTTP Version Not Supported", 507: "Insufficient Storage", 511: "Network Authentication Required",
+    ]
+
+    /// The standard reason phrase of a status (`""` for one HTTP does not name).
+    package static func reasonPhrase(_ status: Int) -> String {
+        reasonPhrases[status] ?? ""
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import NIOHTTP1
+import HTTPTypes
 
 /// What the system is asked for when a download is handed off: the rest of the file,
 /// as the engine would ask for it (`Range: bytes=<kept>-` with `If-Range`, identity
@@ -93,11 +93,11 @@ extension Downloader {
     /// and `headers`, and its body in the file at `body` (left for the caller to delete
     /// once this returns; it is never moved into place).
     @discardableResult
-    public func adoptHandOff(id: String, status: Int, headers: HTTPHeaders, body: URL) async throws -> HandOffResult {
+    public func adoptHandOff(id: String, status: Int, headers: HTTPFields, body: URL) async throws -> HandOffResult {
         try await serialized(id) { try await adoptSerialized(id: id, status: status, headers: headers, body: body) }
     }
 
-    private func adoptSerialized(id: String, status: Int, headers: HTTPHeaders, body: URL) async throws -> HandOffResult {
+    private func adoptSerialized(id: String, status: Int, headers: HTTPFields, body: URL) async throws -> HandOffResult {
         guard let (record, handOff) = try await context.database.handOff(id: id) else { return .stale }
         let partial = context.fileURL(record.partialPath)
         let bodyLength = PartialFile.length(at: body)

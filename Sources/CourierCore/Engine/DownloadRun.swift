@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import NIOCore
 
 /// One download's run: requests, retries, writes and the atomic finish, until the file is
 /// complete, fails for good, pauses, or the task is cancelled.

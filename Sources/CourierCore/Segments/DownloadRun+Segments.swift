@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 
 /// A segmented download: the file split into byte ranges fetched over several connections
 /// at once into one preallocated partial file, each range written at its own offset.
@@ -210,10 +209,10 @@ extension DownloadRun {
             if redirects.sendsCredentials, let authorizer = context.authorizer, let record = try await db.record(id: id) {
                 headers += try await authorizer.headers(for: record, url: redirects.current)
             }
-            let response = try await context.transport.send(TransportRequest(url: redirects.current.absoluteString, headers: headers))
+            let response = try await context.transport.send(try TransportRequest(url: redirects.current.absoluteString, headers: headers))
             activity.touch()
             switch RangeReply.decide(first: segment.next, last: segment.end - 1, total: terms.total, validator: terms.validator,
-                                     status: response.status, headers: response.headers) {
+                                     status: response.status, headers: response.headerFields) {
             case .write:
                 return response.body
             case let .restart(reason):
@@ -266,9 +265,9 @@ extension DownloadRun {
                 lastFlush = clock.now
             }
             let end = board.end(of: index)
-            let keep = Int(max(0, min(Int64(buffer.readableBytes), end - file.logicalLength)))
+            let keep = Int(max(0, min(Int64(buffer.count), end - file.logicalLength)))
             if keep > 0 {
-                try buffer.withUnsafeReadableBytes { raw in try file.append(UnsafeRawBufferPointer(rebasing: raw[0..<keep])) }
+                try buffer.withUnsafeBytes { raw in try file.append(UnsafeRawBufferPointer(rebasing: raw[0..<keep])) }
                 board.advance(index, position: file.logicalLength, flushed: file.flushedLength)
                 try await limiter?.consume(keep, activity: activity)
             }

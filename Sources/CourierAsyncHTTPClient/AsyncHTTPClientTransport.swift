@@ -1,5 +1,7 @@
 import AsyncHTTPClient
+import CourierCore
 import Foundation
+import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -60,11 +62,20 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// Sends the request; maps AsyncHTTPClient's errors to ``CourierError``.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var req = HTTPClientRequest(url: request.url)
-        req.method = HTTPMethod(rawValue: request.method)
-        for (name, value) in request.headers { req.headers.add(name: name, value: value) }
+        req.method = HTTPMethod(rawValue: request.method.rawValue)
+        for field in request.headerFields where request.body == nil || field.name != .contentLength {
+            req.headers.add(name: field.name.rawName, value: field.value)
+        }
+        if let body = request.body { req.body = Self.body(body, observer: request.bodyObserver) }
+        let deadline: NIODeadline = request.timeout.map { .now() + .nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) } ?? .distantFuture
         do {
-            let response = try await client.execute(req, deadline: .distantFuture)
-            return TransportResponse(status: Int(response.status.code), headers: response.headers, body: TransportBody(MappedBody(base: response.body)))
+            let response = try await client.execute(req, deadline: deadline)
+            var fields = HTTPFields()
+            for (name, value) in response.headers {
+                // A name HTTP does not allow cannot be a header any rule reads: it is dropped.
+                if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
+            }
+            return TransportResponse(status: Int(response.status.code), headerFields: fields, body: TransportBody(MappedBody(base: response.body)))
         } catch {
             throw Self.map(error, url: request.url)
         }
@@ -118,13 +129,13 @@ extension AsyncHTTPClientTransport {
 
 /// Maps body errors (connection dropped mid-body) to ``CourierError``.
 private struct MappedBody: AsyncSequence, Sendable {
-    typealias Element = ByteBuffer
+    typealias Element = BodyChunk
     let base: HTTPClientResponse.Body
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: HTTPClientResponse.Body.AsyncIterator
-        mutating func next() async throws -> ByteBuffer? {
-            do { return try await base.next() } catch {
+        mutating func next() async throws -> BodyChunk? {
+            do { return try await base.next().map { BodyChunk(NIOBytes(buffer: $0)) } } catch {
                 let mapped = AsyncHTTPClientTransport.map(error, url: "the server")
                 if let c = mapped as? CourierError, c.code == .network {
                     throw CourierError(.network, "the connection dropped mid-body", underlying: error)
@@ -135,4 +146,13 @@ private struct MappedBody: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator()) }
+}
+
+/// A NIO buffer read in place through the seam.
+struct NIOBytes: TransportBytes {
+    let buffer: ByteBuffer
+    var count: Int { buffer.readableBytes }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try buffer.withUnsafeReadableBytes(body)
+    }
 }
