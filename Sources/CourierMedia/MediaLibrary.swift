@@ -12,6 +12,10 @@ public actor MediaLibrary {
     /// The media server the library was given (the app releases it: ``MediaServer/shutdown()``).
     public nonisolated var mediaServer: any MediaServer { server }
     let downloader: Downloader
+    /// Whether the library made its downloader (and so shuts it down with itself).
+    let ownsDownloader: Bool
+    /// Where `root` is under the downloader's root (`""` for the library's own downloader).
+    let enginePrefix: String
     let logger: Logger
     /// Free space required beyond the media's size (seed 003: 100 MiB).
     public var minimumFreeSpace: Int64 = 100 << 20
@@ -38,9 +42,42 @@ public actor MediaLibrary {
         var config = DownloaderConfiguration(rootDirectory: root)
         config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
         configure(&config)
-        downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, requestAuthorizer: Credentials(headers: { [server] _, _ in server.authorizationHeaders() }), logger: logger)
+        downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, requestAuthorizer: Self.credentials(server), logger: logger)
+        ownsDownloader = true
+        enginePrefix = ""
         if let protectionFailure { logger.warning("\(protectionFailure)") }
     }
+
+    /// Makes a library at `root` over `server` that downloads through the app's
+    /// `downloader`, shared with its other features (one scheduler, one concurrency limit,
+    /// one background hand-off). `root` must be inside the downloader's root directory; the
+    /// engine's records live in its database. The server's headers go only to the library's
+    /// downloads (ids `media:`, `media-subtitle:`, `media-image:`). ``shutdown()`` leaves the
+    /// downloader running: shut it down first to stop the library's downloads with it.
+    public init(root: URL, server: any MediaServer, downloader: Downloader, protection: any FolderProtecting = SystemFolderProtection(),
+                logger: Logger = Logger(label: "courier.media")) throws {
+        self.root = root.standardizedFileURL
+        self.server = server
+        self.logger = logger
+        folder = LibraryFolder(url: root.appendingPathComponent(MediaLayout.downloads), protection: protection)
+        _ = try folder.ensure()
+        protectionFailure = folder.applyProtection()
+        enginePrefix = try downloader.relativePrefix(of: root)
+        for prefix in ["media:", Self.subtitlePrefix, Self.imagePrefix] {
+            downloader.routeCredentials(forIDsWithPrefix: prefix, urlRefresher: nil, requestAuthorizer: Self.credentials(server))
+        }
+        self.downloader = downloader
+        ownsDownloader = false
+        if let protectionFailure { logger.warning("\(protectionFailure)") }
+    }
+
+    /// The media server's headers, asked at request time (never stored).
+    static func credentials(_ server: any MediaServer) -> Credentials {
+        Credentials(headers: { _, _ in server.authorizationHeaders() })
+    }
+
+    /// The id prefixes of a version's subtitles and images.
+    static let subtitlePrefix = "media-subtitle:", imagePrefix = "media-image:"
 
     /// A test hook run between the media file's arrival and the metadata write (where a
     /// kill would orphan the file): for tests, and the CLI's hidden chaos flag only.
@@ -100,8 +137,17 @@ public actor MediaLibrary {
     /// Stops downloads (resumable later, by ``resumeAll(includePaused:includeFailed:)``)
     /// and waits for the tasks that follow them.
     public func shutdown() async {
-        await downloader.shutdown()
-        for finisher in finishers.values { await finisher.task.value }
+        let engineDown = await downloader.isShutDown
+        if ownsDownloader || engineDown {
+            await downloader.shutdown()
+            for finisher in finishers.values { await finisher.task.value }
+        } else {
+            // A shared downloader goes on: the library stops following it. A finisher stops
+            // where it is (every step runs again), and the next start's resumeAll takes
+            // each version up where the engine has it.
+            for finisher in finishers.values { finisher.task.cancel() }
+            for finisher in finishers.values { await finisher.task.value }
+        }
         hub.shutdown()
     }
 

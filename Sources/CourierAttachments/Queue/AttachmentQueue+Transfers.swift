@@ -80,7 +80,7 @@ extension AttachmentQueue {
         if let downloader {
             let id = Self.downloadID(attachment.id)
             try await downloader.fetch(DownloadRequest(id: id, url: try await (storage as! any ResumableRemoteStorage).downloadURL(for: attachment),
-                                                       destination: filename, mediaId: attachment.id, mediaType: "attachment"))
+                                                       destination: enginePrefix + filename, mediaId: attachment.id, mediaType: "attachment"))
         } else {
             try await storage.download(attachment, to: localStorage.stagingDirectory.appendingPathComponent(filename))
         }

@@ -25,8 +25,14 @@ public actor AttachmentQueue {
     let errorHandler: (any SyncErrorHandler)?
     let logger: Logger
     let downloader: Downloader?
-    /// The engine's store (the app's database): the engine's attachment downloads, and the
-    /// records of resumable uploads (``UploadRecord``, id `attachment:<id>`).
+    /// Whether the queue made its downloader (and so shuts it down with itself).
+    let ownsDownloader: Bool
+    /// Where the local storage's staging folder is under the downloader's root (`""` for a
+    /// downloader of the queue's own, rooted there).
+    let enginePrefix: String
+    /// The engine's store (the app's database, or the shared downloader's): the engine's
+    /// attachment downloads, and the records of resumable uploads (``UploadRecord``, id
+    /// `attachment:<id>`).
     let engineDatabase: CourierDatabase
 
     var syncTask: Task<Void, Never>?
@@ -52,14 +58,19 @@ public actor AttachmentQueue {
     ///   - errorHandler: decides retry or archive after a failure; without one, retries go
     ///     on forever with backoff.
     ///   - options: the table's name, the archive's size, concurrency and intervals.
-    ///   - transport: how the engine speaks HTTP for downloads (`URLSessionTransport` in an
-    ///     app; AsyncHTTPClient by default).
+    ///   - transport: how the queue's own downloader speaks HTTP (the platform's default
+    ///     when `nil`); not used with `downloader`.
+    ///   - downloader: the app's downloader, shared with its other features (one scheduler,
+    ///     one concurrency limit, one background hand-off). Its root directory must hold the
+    ///     local storage's staging folder; the queue's downloads and upload records then live
+    ///     in its database, and ``stopSync()`` leaves it running. `nil`: a downloader of the
+    ///     queue's own, over `database`.
     ///   - logger: where the queue logs (never a credential).
     ///   - localStorage: where the files are kept; `nil` (the default) keeps plain files in
     ///     `directory` (``FileSystemLocalStorage``). Given one, the queue never touches
     ///     `directory`.
     public init(database: any DatabaseWriter, directory: URL, remoteStorage: any RemoteStorage, errorHandler: (any SyncErrorHandler)? = nil,
-                options: AttachmentQueueOptions = AttachmentQueueOptions(), transport: (any HTTPTransport)? = nil,
+                options: AttachmentQueueOptions = AttachmentQueueOptions(), transport: (any HTTPTransport)? = nil, downloader shared: Downloader? = nil,
                 logger: Logger = Logger(label: "courier.attachments"), localStorage: (any LocalStorage)? = nil) throws {
         self.writer = MappedWriter(database)
         self.directory = directory.standardizedFileURL
@@ -72,8 +83,11 @@ public actor AttachmentQueue {
         do { try table.migrator().migrate(database) } catch {
             throw CourierError(.database, "cannot create the attachments table", underlying: error)
         }
-        let store = try CourierDatabase(writer: database)
+        let store = try shared?.database ?? CourierDatabase(writer: database)
         engineDatabase = store
+        ownsDownloader = shared == nil
+        let prefix = try shared?.relativePrefix(of: self.localStorage.stagingDirectory) ?? ""
+        enginePrefix = prefix
         if let resumable = remoteStorage as? any ResumableRemoteStorage {
             var config = DownloaderConfiguration(rootDirectory: self.localStorage.stagingDirectory)
             config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
@@ -83,10 +97,16 @@ public actor AttachmentQueue {
             let writer = MappedWriter(database), table = self.table
             let link = Credentials.storage(resumable) { record in
                 let id = String(record.id.dropFirst("attachment:".count))
-                return try await writer.read { db in try table.fetch(db, id: id) } ?? Attachment(id: id, filename: record.localFinalPath, state: .queuedDownload)
+                return try await writer.read { db in try table.fetch(db, id: id) }
+                    ?? Attachment(id: id, filename: String(record.localFinalPath.dropFirst(prefix.count)), state: .queuedDownload)
             }
-            downloader = Downloader(configuration: config, database: store, transportOrDefault: transport,
-                                    urlRefresher: link, requestAuthorizer: link, logger: logger)
+            if let shared {
+                shared.routeCredentials(forIDsWithPrefix: Self.downloadID(""), urlRefresher: link, requestAuthorizer: link)
+                downloader = shared
+            } else {
+                downloader = Downloader(configuration: config, database: store, transportOrDefault: transport,
+                                        urlRefresher: link, requestAuthorizer: link, logger: logger)
+            }
         } else {
             downloader = nil
         }
@@ -154,7 +174,7 @@ public actor AttachmentQueue {
         wakeTask?.cancel()
         wakeTask = nil
         await syncTask?.value
-        await downloader?.shutdown()
+        if ownsDownloader { await downloader?.shutdown() }
     }
 
     // MARK: Reading

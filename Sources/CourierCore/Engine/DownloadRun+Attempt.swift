@@ -12,7 +12,7 @@ extension DownloadRun {
             // A download wanting several connections asks for a range from the start: a 206
             // shows the server serves ranges, and the reply becomes the first range's.
             if record.connections > 1, plan.offset == 0 { headers.append(("Range", "bytes=0-")) }
-            if redirects.sendsCredentials, let authorizer = context.authorizer {
+            if redirects.sendsCredentials, let authorizer = context.authorizer(for: id) {
                 headers += try await authorizer.headers(for: record, url: redirects.current)
             }
             let current = redirects.current

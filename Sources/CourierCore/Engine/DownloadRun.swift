@@ -98,7 +98,7 @@ struct DownloadRun: Sendable {
         }
 
         var url = try URLPolicy.validate(try await usableURL(record))
-        var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts, canRefresh: context.refresher != nil)
+        var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts, canRefresh: context.refresher(for: id) != nil)
         var action = lifecycle.start(kept: PartialFile.length(at: partialURL))
         var keptBefore: Int64 = 0
 
@@ -117,7 +117,7 @@ struct DownloadRun: Sendable {
                 }
                 action = lifecycle.attemptEnded(outcome, progressed: kept > keptBefore, kept: kept)
             case let .refreshURL(reason):
-                let fresh = try await context.refresher?.refreshedURL(for: record, reason: reason)
+                let fresh = try await context.refresher(for: id)?.refreshedURL(for: record, reason: reason)
                 if let fresh {
                     url = try URLPolicy.validate(fresh)
                     record = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
@@ -203,7 +203,7 @@ struct DownloadRun: Sendable {
     func usableURL(_ record: DownloadRecord) async throws -> String {
         if let liveURL { return liveURL }
         guard Redactor.isRedacted(url: record.remoteUrl) else { return record.remoteUrl }
-        if let refresher = context.refresher, let fresh = try await refresher.refreshedURL(for: record, reason: .beforeResume) {
+        if let refresher = context.refresher(for: id), let fresh = try await refresher.refreshedURL(for: record, reason: .beforeResume) {
             return fresh
         }
         throw CourierError(.urlNeeded, "the URL of \(id) carried a secret, which is never stored: give the full URL again (or a URLRefreshing hook)")

@@ -59,7 +59,7 @@ extension Downloader {
             let url = try URLPolicy.validate(try await run.usableURL(record))
             let credentials: [(name: String, value: String)]
             do {
-                credentials = try await context.authorizer?.headers(for: record, url: url) ?? []
+                credentials = try await context.authorizer(for: id)?.headers(for: record, url: url) ?? []
             } catch let error as CourierError {
                 throw error
             } catch {

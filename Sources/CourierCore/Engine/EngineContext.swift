@@ -6,12 +6,26 @@ struct EngineContext: Sendable {
     let configuration: DownloaderConfiguration
     let database: CourierDatabase
     let transport: any HTTPTransport
+    /// The downloader's own URL refresher and request authorizer (for ids no route claims).
     let refresher: (any URLRefreshing)?
     let authorizer: (any RequestAuthorizing)?
+    /// Credentials routed by id prefix: each feature sharing the downloader (attachments,
+    /// media, documents) answers for its own downloads.
+    let routes = CredentialRoutes()
     let logger: Logger
     let hub: EventHub
     /// This downloader's lease owner id.
     let owner: LeaseOwner
+
+    /// The URL refresher for download `id`: its route's, else the downloader's own.
+    func refresher(for id: String) -> (any URLRefreshing)? {
+        routes.route(for: id).map(\.refresher) ?? refresher
+    }
+
+    /// The request authorizer for download `id`: its route's, else the downloader's own.
+    func authorizer(for id: String) -> (any RequestAuthorizing)? {
+        routes.route(for: id).map(\.authorizer) ?? authorizer
+    }
 
     /// The lease's expiry if renewed now.
     func leaseExpiry() -> Date {

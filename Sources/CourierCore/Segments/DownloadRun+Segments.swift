@@ -206,7 +206,7 @@ extension DownloadRun {
         while true {
             var headers: [(name: String, value: String)] = [("Accept-Encoding", "identity"), ("Range", segment.rangeHeader),
                                                             ("If-Range", terms.validator.ifRangeValue)]
-            if redirects.sendsCredentials, let authorizer = context.authorizer, let record = try await db.record(id: id) {
+            if redirects.sendsCredentials, let authorizer = context.authorizer(for: id), let record = try await db.record(id: id) {
                 headers += try await authorizer.headers(for: record, url: redirects.current)
             }
             let response = try await context.transport.send(try TransportRequest(url: redirects.current.absoluteString, headers: headers))
@@ -239,7 +239,7 @@ extension DownloadRun {
 
     /// The URL refresher's fresh URL after a denial (recorded, redacted), or `nil`.
     private func refreshedURL(after error: CourierError) async throws -> String? {
-        guard let refresher = context.refresher, let record = try await db.record(id: id),
+        guard let refresher = context.refresher(for: id), let record = try await db.record(id: id),
               let fresh = try await refresher.refreshedURL(for: record, reason: .accessDenied(status: error.httpStatus ?? 403)) else { return nil }
         _ = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
         return fresh

@@ -64,7 +64,7 @@ extension MirrorContainer {
             if restart, await downloader.runningIDs.contains(id) {
                 try? await downloader.pause(id: id)   // a download that already ended needs no pause
             }
-            try await downloader.enqueue(DownloadRequest(id: id, url: try await resumable.downloadURL(for: attachment), destination: MirrorFolder.incoming(path)))
+            try await downloader.enqueue(DownloadRequest(id: id, url: try await resumable.downloadURL(for: attachment), destination: enginePrefix + MirrorFolder.incoming(path)))
             let storage = self.storage, logger = self.logger
             return { [received] in
                 defer { received.withLock { _ = $0.removeValue(forKey: path) } }

@@ -16,6 +16,10 @@ public final class MirrorContainer: DocumentContainer {
     public let root: URL
     let storage: any RemoteStorage
     let downloader: Downloader?
+    /// Whether the container made its downloader (and so shuts it down with itself).
+    let ownsDownloader: Bool
+    /// Where `root` is under the downloader's root (`""` for the container's own downloader).
+    let enginePrefix: String
     let logger: Logger
     let folder: MirrorFolder
     let sync: DocumentSyncStore
@@ -29,30 +33,55 @@ public final class MirrorContainer: DocumentContainer {
 
     /// Mirrors `storage` into `root`; `database` keeps the engine's download records (so a
     /// large document resumes after a relaunch) and the uploads still owed.
-    /// `transport`: how the engine speaks HTTP for downloads (`URLSessionTransport` in an
-    /// app; AsyncHTTPClient by default). Call ``resumeUploads()`` at launch.
-    public init(root: URL, storage: any RemoteStorage, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
-                transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.documents")) throws {
+    /// `transport`: how the container's own downloader speaks HTTP (the platform's default
+    /// when `nil`). Call ``resumeUploads()`` at launch.
+    public convenience init(root: URL, storage: any RemoteStorage, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
+                            transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.documents")) throws {
+        var config = DownloaderConfiguration(rootDirectory: root)
+        config.freeSpaceReserve = 16 << 20
+        config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
+        configure(&config)
+        let made = config
+        try self.init(root: root, storage: storage, database: database, uploadRetry: made.retryPolicy, logger: logger, owns: true, prefix: "") { link in
+            Downloader(configuration: made, database: database, transportOrDefault: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
+        }
+    }
+
+    /// Mirrors `storage` into `root`, downloading through the app's `downloader`, shared
+    /// with its other features (one scheduler, one concurrency limit, one background
+    /// hand-off). `root` must be inside the downloader's root directory; the engine's
+    /// records and the uploads still owed live in its database. ``shutdown()`` leaves the
+    /// downloader running. Call ``resumeUploads()`` at launch.
+    public convenience init(root: URL, storage: any RemoteStorage, downloader: Downloader, logger: Logger = Logger(label: "courier.documents")) throws {
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let prefix = try downloader.relativePrefix(of: root)
+        try self.init(root: root, storage: storage, database: downloader.database, uploadRetry: downloader.configuration.retryPolicy,
+                      logger: logger, owns: false, prefix: prefix) { link in
+            downloader.routeCredentials(forIDsWithPrefix: Self.downloadPrefix, urlRefresher: link, requestAuthorizer: link)
+            return downloader
+        }
+    }
+
+    private init(root: URL, storage: any RemoteStorage, database: CourierDatabase, uploadRetry: RetryPolicy, logger: Logger, owns: Bool,
+                 prefix: String, downloader make: (Credentials) throws -> Downloader) throws {
         self.root = root.standardizedFileURL
         self.storage = storage
         self.logger = logger
         self.folder = MirrorFolder(root: self.root)
         self.sync = try DocumentSyncStore(database: database)
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        var config = DownloaderConfiguration(rootDirectory: root)
-        config.freeSpaceReserve = 16 << 20
-        config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
-        configure(&config)
-        uploadRetry = config.retryPolicy
+        self.uploadRetry = uploadRetry
+        ownsDownloader = owns
+        enginePrefix = prefix
         if let resumable = storage as? any ResumableRemoteStorage {
             // The placeholder's key names the remote object behind a record.
             let base = self.root
             let link = Credentials.storage(resumable) { record in
-                let path = MirrorFolder.document(forDestination: record.localFinalPath)
+                let path = MirrorFolder.document(forDestination: String(record.localFinalPath.dropFirst(prefix.count)))
                 let key = Placeholder.read(for: base.appendingPathComponent(path))?.key ?? path
                 return Attachment(id: path, filename: key, state: .queuedDownload)
             }
-            downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
+            downloader = try make(link)
         } else {
             downloader = nil
         }
@@ -65,13 +94,16 @@ public final class MirrorContainer: DocumentContainer {
         let running = uploads.withLock { Array($0.values.map(\.task)) }
         for task in running { task.cancel() }
         for task in running { await task.value }
-        await downloader?.shutdown()
+        if ownsDownloader { await downloader?.shutdown() }
     }
 
     func url(_ path: String) throws -> URL { root.appendingPathComponent(try SafePath.validateRelative(path)) }
 
+    /// What every engine id of a mirrored document starts with.
+    static let downloadPrefix = "doc:"
+
     static func downloadID(_ path: String) -> String {
-        SHA256Hex.shortID("doc:", of: path)
+        SHA256Hex.shortID(downloadPrefix, of: path)
     }
 
     /// Runs `body` holding the coordination lock of the document at `path`.

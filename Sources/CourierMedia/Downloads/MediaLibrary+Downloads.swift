@@ -330,7 +330,7 @@ extension MediaLibrary {
     func request(for job: MediaJob) throws -> DownloadRequest {
         let url = try job.options.transcoding.map { try server.transcodeURL(item: job.item, mediaSourceId: job.mediaSourceId, options: $0) }
             ?? server.downloadURL(item: job.item, mediaSourceId: job.mediaSourceId, container: job.container, isStatic: true)
-        return DownloadRequest(id: job.taskId, url: url, destination: job.plannedPath, mediaId: "\(job.item.id)-\(job.version.versionId)", mediaType: job.item.type.rawValue,
+        return DownloadRequest(id: job.taskId, url: url, destination: enginePrefix + job.plannedPath, mediaId: "\(job.item.id)-\(job.version.versionId)", mediaType: job.item.type.rawValue,
                                expectedSize: job.announcedSize.flatMap { $0 > 0 ? $0 : nil })
     }
 }

@@ -191,9 +191,9 @@ extension MediaLibrary {
         let url = root.appendingPathComponent(path)
         if FileManager.default.fileExists(atPath: url.path), !MediaValidation.isPage(head: try MediaValidation.head(of: url)) { return (entry, path) }
         let source = try server.subtitleURL(item: job.item, mediaSourceId: job.mediaSourceId ?? job.item.id, index: stream.index, format: format)
-        let id = SHA256Hex.shortID("subtitle:", of: path)
+        let id = SHA256Hex.shortID(Self.subtitlePrefix, of: path)
         do {
-            try await downloader.fetch(DownloadRequest(id: id, url: source, destination: path))
+            try await downloader.fetch(DownloadRequest(id: id, url: source, destination: enginePrefix + path))
         } catch {
             try? await downloader.cancel(id: id)   // a subtitle is small and fetched again next time: no failed record stays behind
             throw error
@@ -226,9 +226,9 @@ extension MediaLibrary {
 
     private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
         if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
-        let id = SHA256Hex.shortID("image:", of: path)
+        let id = SHA256Hex.shortID(Self.imagePrefix, of: path)
         do {
-            try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: path))
+            try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: enginePrefix + path))
         } catch {
             try? await downloader.cancel(id: id)   // an image is small and fetched again next time: no failed record stays behind
             throw error
