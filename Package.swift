@@ -140,7 +140,7 @@ let package = Package(
             dependencies: ["CourierCLI", "Courier", "CourierURLSession", .product(name: "Logging", package: "swift-log")]
         ),
         // Helpers the test targets share (not a test target itself).
-        .target(name: "CourierTestSupport", dependencies: ["Courier", "CourierCore", .product(name: "HTTPTypes", package: "swift-http-types")], path: "Tests/CourierTestSupport"),
+        .target(name: "CourierTestSupport", dependencies: ["Courier", "CourierCore", "CourierURLSession", .product(name: "HTTPTypes", package: "swift-http-types")], path: "Tests/CourierTestSupport"),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierCore", "CourierOrigin"]),

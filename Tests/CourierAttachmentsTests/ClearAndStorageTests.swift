@@ -25,7 +25,7 @@ import Testing
         let origin = try await CourierOrigin.start(directory: served, writable: true)
         var slow = Fault(); slow.bytesPerSecond = 64 << 10   // about a minute for 4 MiB
         origin.setFault(slow, for: "/files/big.bin")
-        let storage = try HTTPRemoteStorage(baseURL: origin.url("/files"))
+        let storage = try HTTPRemoteStorage(baseURL: origin.url("/files"), transport: testTransport())
         let device = try Device(base: base, name: "d", storage: storage)
 
         let synced = try await device.queue.saveFile(data: Data("synced".utf8), mediaType: nil, fileExtension: "txt")
@@ -68,7 +68,7 @@ import Testing
         let served = base.appendingPathComponent("served")
         try FileManager.default.createDirectory(at: served.appendingPathComponent("files"), withIntermediateDirectories: true)
         let origin = try await CourierOrigin.start(directory: served, writable: true)
-        let http = try HTTPRemoteStorage(baseURL: origin.url("/files"))
+        let http = try HTTPRemoteStorage(baseURL: origin.url("/files"), transport: testTransport())
         let remote: any RemoteStorage = remoteKind == "http" ? http : try LocalRemoteStorage(directory: served.appendingPathComponent("files"))
         let phoneVault = try XORLocalStorage(base: base.appendingPathComponent("phone-vault"))
         let tabletVault = try XORLocalStorage(base: base.appendingPathComponent("tablet-vault"))

@@ -15,10 +15,10 @@ import Testing
         let file = base.appendingPathComponent("f.bin")
         try Data("x".utf8).write(to: file)
         let attachment = Attachment(id: "a", filename: "a.bin", state: .queuedUpload)
-        let http = try HTTPRemoteStorage(baseURL: "http://127.0.0.1:\(port)/files")
+        let http = try HTTPRemoteStorage(baseURL: "http://127.0.0.1:\(port)/files", transport: testTransport())
         var c = S3Configuration(bucket: "b", prefix: "p/", endpoint: URL(string: "http://127.0.0.1:\(port)")!, accessKeyID: "k", secretAccessKey: "s")
         c.multipartThreshold = 5 << 20
-        let s3 = S3RemoteStorage(configuration: c)
+        let s3 = S3RemoteStorage(configuration: c, transport: testTransport())
         for storage in [http, s3] as [any RemoteStorage] {
             #expect(await errorCode { try await storage.upload(fileAt: file, attachment: attachment) } == "E_CONNECTION_REFUSED")
             #expect(await errorCode { try await storage.download(attachment, to: base.appendingPathComponent("out.bin")) } == "E_CONNECTION_REFUSED")

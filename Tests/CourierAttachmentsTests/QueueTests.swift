@@ -1,4 +1,5 @@
 import Courier
+import CourierTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -23,7 +24,7 @@ struct Device {
         options.syncInterval = .zero
         options.retryPolicy = RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(200))
         configure(&options)
-        queue = try AttachmentQueue(database: db, directory: dir, remoteStorage: storage, errorHandler: handler, options: options, localStorage: localStorage)
+        queue = try AttachmentQueue(database: db, directory: dir, remoteStorage: storage, errorHandler: handler, options: options, transport: testTransport(), localStorage: localStorage)
     }
 
     var watched: AsyncThrowingStream<[WatchedAttachmentItem], any Error> {

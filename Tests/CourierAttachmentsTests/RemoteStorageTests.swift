@@ -12,7 +12,7 @@ func s3Storage(bucket: String, partSize: Int64 = 5 << 20) -> S3RemoteStorage {
     var c = S3Configuration(bucket: bucket, prefix: "att/", endpoint: MotoServer.shared.endpoint!, accessKeyID: "testing", secretAccessKey: "testing")
     c.multipartThreshold = partSize
     c.partSize = partSize
-    return S3RemoteStorage(configuration: c)
+    return S3RemoteStorage(configuration: c, transport: testTransport())
 }
 
 func pseudoRandom(_ count: Int, seed: UInt64 = 7) -> Data {
@@ -31,7 +31,7 @@ func pseudoRandom(_ count: Int, seed: UInt64 = 7) -> Data {
         let origin = try await CourierOrigin.start(directory: served, writable: true)
         origin.requireAuthorization("Bearer s3cr3t")
         defer { Task { try? await origin.stop() } }
-        let storage = try HTTPRemoteStorage(baseURL: origin.url("/files"), headers: [("Authorization", "Bearer s3cr3t")])
+        let storage = try HTTPRemoteStorage(baseURL: origin.url("/files"), headers: [("Authorization", "Bearer s3cr3t")], transport: testTransport())
         let phone = try Device(base: base, name: "phone", storage: storage)
         let tablet = try Device(base: base, name: "tablet", storage: storage)
 

@@ -1,4 +1,5 @@
 import Courier
+import CourierTestSupport
 import Foundation
 import Testing
 @testable import CourierAttachments
@@ -19,13 +20,13 @@ import Testing
 
     @Test func pathStyleAndVirtualHostURLs() throws {
         var c = S3Configuration(bucket: "bkt", prefix: "att/", endpoint: URL(string: "http://127.0.0.1:5000")!, accessKeyID: "a", secretAccessKey: "s")
-        let path = S3RemoteStorage(configuration: c)
+        let path = S3RemoteStorage(configuration: c, transport: testTransport())
         let a = Attachment(id: "x", filename: "a b+c.jpg", state: .queuedUpload)
         #expect(path.objectURL(key: try path.key(for: a)).absoluteString == "http://127.0.0.1:5000/bkt/att/a%20b%2Bc.jpg")
         c.addressing = .virtualHost
         c.endpoint = nil
         c.region = "eu-central-1"
-        let virtual = S3RemoteStorage(configuration: c)
+        let virtual = S3RemoteStorage(configuration: c, transport: testTransport())
         #expect(virtual.objectURL(key: "att/k.jpg").absoluteString == "https://bkt.s3.eu-central-1.amazonaws.com/att/k.jpg")
         #expect(virtual.objectURL(key: "k", query: "uploads=").absoluteString == "https://bkt.s3.eu-central-1.amazonaws.com/k?uploads=")
         // A hostile file name never becomes a key outside the prefix.

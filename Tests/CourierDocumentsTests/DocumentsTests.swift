@@ -18,15 +18,15 @@ final class DocWorld: @unchecked Sendable { // one test at a time
         let w = DocWorld()
         try FileManager.default.createDirectory(at: w.remoteDir.appendingPathComponent("docs"), withIntermediateDirectories: true)
         w.origin = try await CourierOrigin.start(directory: w.remoteDir, writable: true)
-        let storage = try HTTPRemoteStorage(baseURL: w.origin.url("/"))
-        w.container = try MirrorContainer(root: w.local, storage: storage, database: try CourierDatabase(path: w.base.appendingPathComponent("c.sqlite").path), configure: options)
+        let storage = try HTTPRemoteStorage(baseURL: w.origin.url("/"), transport: testTransport())
+        w.container = try MirrorContainer(root: w.local, storage: storage, database: try CourierDatabase(path: w.base.appendingPathComponent("c.sqlite").path), configure: options, transport: testTransport())
         return w
     }
 
     static func folder() throws -> DocWorld {
         let w = DocWorld()
         let storage = try LocalRemoteStorage(directory: w.remoteDir)
-        w.container = try MirrorContainer(root: w.local, storage: storage, database: try CourierDatabase(path: w.base.appendingPathComponent("c.sqlite").path))
+        w.container = try MirrorContainer(root: w.local, storage: storage, database: try CourierDatabase(path: w.base.appendingPathComponent("c.sqlite").path), transport: testTransport())
         return w
     }
 

@@ -13,10 +13,10 @@ import Testing
     /// A second container over the same folder and database: the app after a relaunch.
     static func relaunch(_ w: DocWorld) async throws -> MirrorContainer {
         await w.container.shutdown()
-        let storage = try HTTPRemoteStorage(baseURL: w.origin.url("/"))
-        w.container = try MirrorContainer(root: w.local, storage: storage, database: try CourierDatabase(path: w.base.appendingPathComponent("c.sqlite").path)) {
+        let storage = try HTTPRemoteStorage(baseURL: w.origin.url("/"), transport: testTransport())
+        w.container = try MirrorContainer(root: w.local, storage: storage, database: try CourierDatabase(path: w.base.appendingPathComponent("c.sqlite").path), configure: {
             $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(50), maxAttempts: 3)
-        }
+        }, transport: testTransport())
         return w.container
     }
 

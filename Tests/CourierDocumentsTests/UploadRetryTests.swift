@@ -1,4 +1,5 @@
 import Courier
+import CourierTestSupport
 import CourierAttachments
 import Foundation
 import Testing
@@ -11,11 +12,11 @@ import Testing
         let base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("upload-retry-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: base) }   // test cleanup
         // Port 9 on loopback: nothing listens there.
-        let storage = try HTTPRemoteStorage(baseURL: "http://127.0.0.1:9/files")
+        let storage = try HTTPRemoteStorage(baseURL: "http://127.0.0.1:9/files", transport: testTransport())
         let mirror = try MirrorContainer(root: base.appendingPathComponent("local"), storage: storage,
-                                         database: try CourierDatabase(path: base.appendingPathComponent("c.sqlite").path)) {
+                                         database: try CourierDatabase(path: base.appendingPathComponent("c.sqlite").path), configure: {
             $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(10), maxDelay: .milliseconds(50), maxAttempts: 4)
-        }
+        }, transport: testTransport())
         try await mirror.coordinatedWrite("notes.txt", data: Data("hello".utf8))
         await mirror.flushUploads()   // returns: the loop is bounded
         // The local write stands; the upload's failure is the document's state.

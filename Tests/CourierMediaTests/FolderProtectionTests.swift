@@ -1,4 +1,5 @@
 import Courier
+import CourierTestSupport
 import CourierOrigin
 import Foundation
 import Testing
@@ -17,7 +18,7 @@ final class RecordingProtection: FolderProtecting, @unchecked Sendable { // stat
 /// applied again when the folder is recreated, and a failure reported, never swallowed.
 @Suite(.serialized) struct FolderProtectionTests {
     private func library(_ w: MediaWorld, _ protection: RecordingProtection) throws -> MediaLibrary {
-        try MediaLibrary(root: w.root, server: try JellyfinServer(baseURL: w.origin.url("/"), token: "TOKEN-123"),
+        try MediaLibrary(root: w.root, server: try JellyfinServer(baseURL: w.origin.url("/"), token: "TOKEN-123", transport: testTransport()),
                          database: try CourierDatabase(path: w.base.appendingPathComponent("p.sqlite").path), protection: protection)
     }
 

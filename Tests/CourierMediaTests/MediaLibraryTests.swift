@@ -42,7 +42,7 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
     }
 
     func makeLibrary() throws -> MediaLibrary {
-        let lib = try MediaLibrary(root: root, server: try JellyfinServer(baseURL: origin.url("/"), token: "TOKEN-123"),
+        let lib = try MediaLibrary(root: root, server: try JellyfinServer(baseURL: origin.url("/"), token: "TOKEN-123", transport: testTransport()),
                                    database: try CourierDatabase(path: base.appendingPathComponent("courier.sqlite").path))
         return lib
     }
@@ -247,7 +247,7 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
     }
 
     @Test func jellyfinURLsFollowTheSeed() throws {
-        let server = try JellyfinServer(baseURL: "https://media.example.com", token: "T")
+        let server = try JellyfinServer(baseURL: "https://media.example.com", token: "T", transport: testTransport())
         let item = MediaItem(id: "abc", type: .movie)
         #expect(try server.downloadURL(item: item, mediaSourceId: "ms1", container: "mkv", isStatic: true)
             == "https://media.example.com/Items/ms1/Download?MediaSourceId=ms1&Container=mkv&Static=true&AllowVideoStreamCopy=true&AllowAudioStreamCopy=true")

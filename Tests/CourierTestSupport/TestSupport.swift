@@ -1,4 +1,5 @@
 import Courier
+import CourierURLSession
 import Foundation
 
 // Helpers every test target shares (one copy, not one per target).
@@ -60,4 +61,11 @@ public struct SelfSignedCertificate: Sendable {
         p.waitUntilExit()
         guard p.terminationStatus == 0 else { throw CourierError(.unexpected, "openssl could not make a certificate") }
     }
+}
+
+/// The transport the feature suites run over: `nil` (the platform's default, AsyncHTTPClient
+/// here) unless `COURIER_TEST_TRANSPORT=urlsession`, which scripts/test sets for its second
+/// pass over the attachment, media and documents suites.
+public func testTransport() -> (any HTTPTransport)? {
+    ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == "urlsession" ? URLSessionTransport() : nil
 }

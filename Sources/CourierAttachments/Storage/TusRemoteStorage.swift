@@ -11,15 +11,18 @@ public final class TusRemoteStorage: ResumableRemoteStorage, ResumableUploadStor
     private let files: HTTPRemoteStorage
 
     /// Makes an adapter: `endpoint` is the tus creation URL, `filesURL` where finished
-    /// files are served; `headers` (auth) go with every request and are never persisted.
-    public init(endpoint: URL, filesURL: String, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20) throws {
-        uploader = try TusUploader(endpoint: endpoint, headers: headers, chunkSize: chunkSize)
-        files = try HTTPRemoteStorage(baseURL: filesURL, headers: headers)
+    /// files are served; `headers` (auth) go with every request and are never persisted;
+    /// `transport`: the app's HTTP stack (its `Downloader`'s `transport`), `nil` for the
+    /// platform's default.
+    public init(endpoint: URL, filesURL: String, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20,
+                transport: (any HTTPTransport)? = nil) throws {
+        uploader = try TusUploader(endpoint: endpoint, headers: headers, chunkSize: chunkSize, transport: transport)
+        files = try HTTPRemoteStorage(baseURL: filesURL, headers: headers, transport: transport)
     }
 
     /// Reads `tus+http://host/files?files=http://host/data` (or `tus+https://…`): the tus
     /// endpoint, and in `files=` where finished files are served.
-    public convenience init(url: String, headers: [(name: String, value: String)] = []) throws {
+    public convenience init(url: String, headers: [(name: String, value: String)] = [], transport: (any HTTPTransport)? = nil) throws {
         guard var c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "tus+http" || scheme == "tus+https",
               let files = c.queryItems?.first(where: { $0.name == "files" })?.value else {
             throw CourierError(.invalidURL, "a tus remote is tus+http(s)://host/tus-endpoint?files=http(s)://host/where-files-are-served")
@@ -28,7 +31,7 @@ public final class TusRemoteStorage: ResumableRemoteStorage, ResumableUploadStor
         c.queryItems = c.queryItems?.filter { $0.name != "files" }
         if c.queryItems?.isEmpty == true { c.queryItems = nil }
         guard let endpoint = c.url else { throw CourierError(.invalidURL, "not a tus endpoint: \(url.prefix(200))") }
-        try self.init(endpoint: endpoint, filesURL: files, headers: headers)
+        try self.init(endpoint: endpoint, filesURL: files, headers: headers, transport: transport)
     }
 
     /// Releases both HTTP clients, awaited.

@@ -40,12 +40,14 @@ struct AttachmentOptions: ParsableArguments {
         options.maxConcurrentTransfers = max(1, parallel)
         options.uploadProgress = uploadProgress
         options.uploadBytesPerSecond = uploadBytesPerSecond
-        let queue = try AttachmentQueue(database: pool, directory: directory, remoteStorage: try storage(), options: options,
+        let queue = try AttachmentQueue(database: pool, directory: directory, remoteStorage: try storage(transport: transport), options: options,
                                         transport: transport, logger: makeLogger(verbose: verbose))
         return (pool, queue)
     }
 
-    func storage() throws -> any RemoteStorage { try RemoteOption.storage(remote, headers: header) }
+    func storage(transport: (any HTTPTransport)? = nil) throws -> any RemoteStorage {
+        try RemoteOption.storage(remote, headers: header, transport: transport)
+    }
 
 }
 
@@ -182,8 +184,8 @@ struct Attachments: AsyncParsableCommand {
 
 /// Parses `--remote` and `--header` for the commands that talk to remote storage.
 enum RemoteOption {
-    static func storage(_ remote: String, headers: [String]) throws -> any RemoteStorage {
-        if remote.hasPrefix("s3://") { return S3RemoteStorage(configuration: try S3Configuration(url: remote)) }
+    static func storage(_ remote: String, headers: [String], transport: (any HTTPTransport)? = nil) throws -> any RemoteStorage {
+        if remote.hasPrefix("s3://") { return S3RemoteStorage(configuration: try S3Configuration(url: remote), transport: transport) }
         if remote.hasPrefix("file://") {
             guard let url = URL(string: remote), url.isFileURL else { throw CourierError(.invalidURL, "a file remote is file:///absolute/dir") }
             return try LocalRemoteStorage(directory: url)
@@ -192,7 +194,7 @@ enum RemoteOption {
             guard let colon = h.firstIndex(of: ":") else { throw CourierError(.invalidArgument, "a header is 'Name: value'") }
             return (String(h[..<colon]).trimmingCharacters(in: .whitespaces), String(h[h.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
         }
-        if remote.hasPrefix("tus+") { return try TusRemoteStorage(url: remote, headers: parsed) }
-        return try HTTPRemoteStorage(baseURL: remote, headers: parsed)
+        if remote.hasPrefix("tus+") { return try TusRemoteStorage(url: remote, headers: parsed, transport: transport) }
+        return try HTTPRemoteStorage(baseURL: remote, headers: parsed, transport: transport)
     }
 }

@@ -27,7 +27,7 @@ struct DocOptions: ParsableArguments {
     func open(transport: (any HTTPTransport)? = nil) throws -> (MirrorContainer, Documents) {
         let root = URL(fileURLWithPath: dir).standardizedFileURL
         let database = try CourierDatabase(path: root.appendingPathComponent(".courier-documents.sqlite").path)
-        let container = try MirrorContainer(root: root, storage: try RemoteOption.storage(remote, headers: header), database: database,
+        let container = try MirrorContainer(root: root, storage: try RemoteOption.storage(remote, headers: header, transport: transport), database: database,
                                             transport: transport, logger: makeLogger(verbose: false))
         var options = DocumentsOptions()
         options.idleTimeout = .seconds(max(1, idleTimeout))

@@ -17,7 +17,7 @@ struct MediaOptions: ParsableArguments {
             throw CourierError(.notFound, "no media library at \(rootURL.path) (no \(MediaLayout.downloads) folder)")
         }
         let token = ProcessInfo.processInfo.environment["JELLYFIN_TOKEN"]
-        let media: any MediaServer = try server.map { try JellyfinServer(baseURL: $0, token: token) } ?? OfflineServer()
+        let media: any MediaServer = try server.map { try JellyfinServer(baseURL: $0, token: token, transport: transport) } ?? OfflineServer()
         return try MediaLibrary(root: rootURL, server: media, database: try CourierDatabase(path: rootURL.appendingPathComponent(".courier-media.sqlite").path),
                                 transport: transport, logger: makeLogger(verbose: false))
     }

@@ -46,6 +46,8 @@ struct Put: AsyncParsableCommand {
 
     @OptionGroup var store: StoreOptions
 
+    @OptionGroup var stack: TransportOptions
+
     var files: [String] { Array(arguments.dropLast()) }
     var url: String { arguments.last ?? "" }
 
@@ -69,7 +71,7 @@ struct Put: AsyncParsableCommand {
                 throw CourierError(.invalidArgument, "two files are named \(duplicate): they would go to the same key")
             }
             let destination = try PutDestination(url, partSize: partSize.bytes, connections: connections, headers: Get.parseHeaders(headers),
-                                                 logger: makeLogger(verbose: verbose))
+                                                 transport: try stack.transport(), logger: makeLogger(verbose: verbose))
             let database = try store.open()
             let work = Task { try await upload(sources, to: destination, database: database) }
             Interrupts.shared.onInterrupt { work.cancel() }
@@ -137,7 +139,7 @@ private enum PutDestination: Sendable {
     case s3(S3RemoteStorage, bucket: String, key: String)
     case tus(TusUploader)
 
-    init(_ url: String, partSize: Int64, connections: Int, headers: [(name: String, value: String)], logger: Logger) throws {
+    init(_ url: String, partSize: Int64, connections: Int, headers: [(name: String, value: String)], transport: (any HTTPTransport)?, logger: Logger) throws {
         if url.hasPrefix("s3://") {
             guard var c = URLComponents(string: url) else { throw CourierError(.invalidURL, "not an S3 URL: \(url)") }
             let key = String(c.path.drop(while: { $0 == "/" }))
@@ -147,13 +149,13 @@ private enum PutDestination: Sendable {
             configuration.partSize = max(5 << 20, partSize)
             configuration.multipartThreshold = configuration.partSize
             configuration.uploadConcurrency = connections
-            self = .s3(S3RemoteStorage(configuration: configuration, logger: logger), bucket: configuration.bucket, key: key)
+            self = .s3(S3RemoteStorage(configuration: configuration, transport: transport, logger: logger), bucket: configuration.bucket, key: key)
             return
         }
         guard let endpoint = URL(string: url), ["http", "https"].contains(endpoint.scheme?.lowercased() ?? "") else {
             throw CourierError(.invalidURL, "courier put sends to s3://bucket/key or to a tus creation URL (http or https): \(url)")
         }
-        self = .tus(try TusUploader(endpoint: endpoint, headers: headers, chunkSize: partSize, logger: logger))
+        self = .tus(try TusUploader(endpoint: endpoint, headers: headers, chunkSize: partSize, transport: transport, logger: logger))
     }
 
     /// The key a file goes to (S3), or the endpoint (tus): part of the upload's id.

@@ -93,7 +93,7 @@ struct EngineOptions: ParsableArguments {
     }
 }
 
-/// `--transport`, on every command that downloads.
+/// `--transport`, on every command that downloads or uploads.
 struct TransportOptions: ParsableArguments {
     /// Which HTTP stack speaks for the engine.
     enum Stack: String, ExpressibleByArgument, CaseIterable {
@@ -103,7 +103,7 @@ struct TransportOptions: ParsableArguments {
     @Option(name: .customLong("transport"), help: "The HTTP stack: nio (AsyncHTTPClient, the default here) or urlsession (the system's URLSession; FoundationNetworking on Linux).")
     var stack: Stack = .nio
 
-    /// The transport for the engine of a feature (documents, attachments, media): `nil`
-    /// for the engine's default (AsyncHTTPClient).
+    /// The transport of a feature (documents, attachments, media, uploads): its engine and
+    /// its storage's or server's calls; `nil` for the platform's default (AsyncHTTPClient).
     func transport() throws -> (any HTTPTransport)? { stack == .urlsession ? try URLSessionBuild.required().transport() : nil }
 }

@@ -18,8 +18,8 @@ struct ResumableQueueTests {
             var options = AttachmentQueueOptions()
             options.syncInterval = .zero
             options.uploadProgress = progress
-            let tus = try TusRemoteStorage(endpoint: TusServer.shared.endpoint, filesURL: TusServer.shared.filesURL, chunkSize: 1 << 20)
-            return (pool, try AttachmentQueue(database: pool, directory: base.appendingPathComponent("\(name)/attachments"), remoteStorage: tus, options: options))
+            let tus = try TusRemoteStorage(endpoint: TusServer.shared.endpoint, filesURL: TusServer.shared.filesURL, chunkSize: 1 << 20, transport: testTransport())
+            return (pool, try AttachmentQueue(database: pool, directory: base.appendingPathComponent("\(name)/attachments"), remoteStorage: tus, options: options, transport: testTransport()))
         }
         let seen = Locked<[UploadProgress]>([])
         let (_, a) = try device("a") { _, p in seen.withLock { $0.append(p) } }
@@ -52,7 +52,7 @@ struct ResumableQueueTests {
         c.multipartThreshold = 5 << 20
         c.partSize = 5 << 20
         c.uploadConcurrency = 1
-        let s3 = S3RemoteStorage(configuration: c)
+        let s3 = S3RemoteStorage(configuration: c, transport: testTransport())
         try await s3.createBucketIfNeeded()
         let file = dir.appendingPathComponent("clip.bin")
         let old = pseudoRandom(20 << 20, seed: 8), new = pseudoRandom(20 << 20, seed: 9)

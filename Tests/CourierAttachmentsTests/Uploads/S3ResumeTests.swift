@@ -18,7 +18,7 @@ struct S3ResumeTests {
         c.multipartThreshold = partSize
         c.partSize = partSize
         c.uploadConcurrency = 2
-        let s = S3RemoteStorage(configuration: c)
+        let s = S3RemoteStorage(configuration: c, transport: testTransport())
         try await s.createBucketIfNeeded()
         return s
     }
@@ -141,10 +141,10 @@ struct S3ResumeTests {
     @Test func partsStayWithinS3sLimits() {
         var c = S3Configuration(bucket: "b", accessKeyID: "k", secretAccessKey: "s")
         c.partSize = 1 << 20
-        let s = S3RemoteStorage(configuration: c)
+        let s = S3RemoteStorage(configuration: c, transport: testTransport())
         #expect(s.partSize(forSize: 100 << 20) == 5 << 20)                  // S3's minimum
         #expect(s.partCount(forSize: 200 << 30) <= 10_000)                  // never more than 10,000 parts
         c.partSize = 6 << 30
-        #expect(S3RemoteStorage(configuration: c).partSize(forSize: 1 << 30) == 5 << 30)   // nor over 5 GiB
+        #expect(S3RemoteStorage(configuration: c, transport: testTransport()).partSize(forSize: 1 << 30) == 5 << 30)   // nor over 5 GiB
     }
 }

@@ -15,7 +15,7 @@ struct TusUploadTests {
         UploadJournal(database: try CourierDatabase(path: dir.appendingPathComponent("uploads.sqlite").path), id: "put:1", progress: progress)
     }
 
-    private func uploader() throws -> TusUploader { try TusUploader(endpoint: TusServer.shared.endpoint, chunkSize: chunk) }
+    private func uploader() throws -> TusUploader { try TusUploader(endpoint: TusServer.shared.endpoint, chunkSize: chunk, transport: testTransport()) }
 
     /// Uploads until `stopAt` bytes are confirmed, then stops (the record stays as the last commit left it).
     private func uploadUntil(_ stopAt: Int64, _ file: URL, name: String, _ dir: URL) async throws {
