@@ -44,7 +44,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ]
+            ],
+            resources: [.process("PrivacyInfo.xcprivacy")]   // the required-reason APIs it calls (scripts/privacy-check)
         ),
         .target(
             name: "CourierAsyncHTTPClient",
@@ -77,7 +78,8 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.process("PrivacyInfo.xcprivacy")]   // the required-reason APIs it calls (scripts/privacy-check)
         ),
         .target(
             name: "CourierDocuments",
@@ -95,7 +97,8 @@ let package = Package(
                 "Courier",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.process("PrivacyInfo.xcprivacy")]   // the required-reason APIs it calls (scripts/privacy-check)
         ),
         .target(
             name: "CourierURLSession",
@@ -114,7 +117,8 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            resources: [.process("PrivacyInfo.xcprivacy")]   // the required-reason APIs it calls (scripts/privacy-check)
         ),
         // The command line, for both executables: `courier` (no FoundationNetworking, so
         // nothing of libcurl is mapped in a plain download) and `courier-urlsession`, which
