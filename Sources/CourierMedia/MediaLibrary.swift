@@ -26,7 +26,7 @@ public actor MediaLibrary {
     /// two-hour film resumes after a relaunch.
     /// `protection` guards the `Downloads` folder (backup exclusion, data protection);
     /// it is applied again whenever the folder is recreated. `transport`: how the engine
-    /// speaks HTTP (`URLSessionTransport` in an app; AsyncHTTPClient by default).
+    /// speaks HTTP (`nil`: the platform's default, URLSession on Apple platforms).
     public init(root: URL, server: any MediaServer, database: CourierDatabase, configure: (inout DownloaderConfiguration) -> Void = { _ in },
                 protection: any FolderProtecting = SystemFolderProtection(), transport: (any HTTPTransport)? = nil,
                 logger: Logger = Logger(label: "courier.media")) throws {
