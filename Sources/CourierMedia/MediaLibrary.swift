@@ -14,6 +14,9 @@ public actor MediaLibrary {
     let downloader: Downloader
     /// Whether the library made its downloader (and so shuts it down with itself).
     let ownsDownloader: Bool
+    /// Whether ``shutdown()`` ran: nothing new starts, finishes or follows here (a shared
+    /// downloader may still run).
+    var isShutDown = false
     /// Where `root` is under the downloader's root (`""` for the library's own downloader).
     let enginePrefix: String
     let logger: Logger
@@ -42,7 +45,8 @@ public actor MediaLibrary {
         var config = DownloaderConfiguration(rootDirectory: root)
         config.freeSpaceReserve = 0   // the library checks its own 100 MiB rule first
         configure(&config)
-        downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, requestAuthorizer: Self.credentials(server), logger: logger)
+        downloader = Downloader(configuration: config, database: database, transportOrDefault: transport, logger: logger)
+        try Self.routeCredentials(of: server, through: downloader)
         ownsDownloader = true
         enginePrefix = ""
         if let protectionFailure { logger.warning("\(protectionFailure)") }
@@ -63,17 +67,33 @@ public actor MediaLibrary {
         _ = try folder.ensure()
         protectionFailure = folder.applyProtection()
         enginePrefix = try downloader.relativePrefix(of: root)
-        for prefix in ["media:", Self.subtitlePrefix, Self.imagePrefix] {
-            downloader.routeCredentials(forIDsWithPrefix: prefix, urlRefresher: nil, requestAuthorizer: Self.credentials(server))
+        for prefix in ["media:", Self.subtitlePrefix, Self.imagePrefix] {   // made with a downloader of the library's own
+            try downloader.database.adoptFeatureRecords(idPrefix: prefix, pathPrefix: enginePrefix)
         }
+        try Self.routeCredentials(of: server, through: downloader)
         self.downloader = downloader
         ownsDownloader = false
         if let protectionFailure { logger.warning("\(protectionFailure)") }
     }
 
-    /// The media server's headers, asked at request time (never stored).
-    static func credentials(_ server: any MediaServer) -> Credentials {
-        Credentials(headers: { _, _ in server.authorizationHeaders() })
+    /// Whether this library or its downloader was shut down: nothing will move here again.
+    func stopped() async -> Bool {
+        if isShutDown { return true }
+        return await downloader.isShutDown
+    }
+
+    /// Refuses new work after ``shutdown()``.
+    func checkOpen() throws {
+        if isShutDown { throw CourierError(.invalidState, "the media library was shut down") }
+    }
+
+    /// The media server's headers, asked at request time (never stored), for the library's
+    /// downloads only.
+    static func routeCredentials(of server: any MediaServer, through downloader: Downloader) throws {
+        let credentials = Credentials(headers: { _, _ in server.authorizationHeaders() })
+        for prefix in ["media:", subtitlePrefix, imagePrefix] {
+            try downloader.routeCredentials(forIDsWithPrefix: prefix, urlRefresher: nil, requestAuthorizer: credentials)
+        }
     }
 
     /// The id prefixes of a version's subtitles and images.
@@ -137,6 +157,7 @@ public actor MediaLibrary {
     /// Stops downloads (resumable later, by ``resumeAll(includePaused:includeFailed:)``)
     /// and waits for the tasks that follow them.
     public func shutdown() async {
+        isShutDown = true
         let engineDown = await downloader.isShutDown
         if ownsDownloader || engineDown {
             await downloader.shutdown()

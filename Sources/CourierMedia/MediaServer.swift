@@ -67,7 +67,7 @@ public final class JellyfinServer: MediaServer {
 
     public func item(id: String) async throws -> MediaItem {
         let url = "\(baseURL)/Items/\(try MediaLayout.component(id).addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? id)"
-        let request = try TransportRequest(url: url, headers: authorizationHeaders(), timeout: .seconds(30))
+        let request = try TransportRequest(url: url, headers: authorizationHeaders() + [("Accept-Encoding", "identity")], timeout: .seconds(30))
         let response = try await service.transport.send(request, followingRedirects: 5)
         let body = try await response.body.collect(upTo: 8 << 20)
         guard response.status == 200 else {

@@ -63,6 +63,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
         self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: nil)
     }
 
+    /// URLSession cannot hold a body back within it: a rate limit paces whole bodies.
+    public var pacesWithinBodies: Bool { false }
+
     /// Sends the request; returns once the reply's head has arrived.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         // A task of an invalidated session is not to be made (Apple raises an exception).

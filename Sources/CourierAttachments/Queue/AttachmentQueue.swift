@@ -97,16 +97,13 @@ public actor AttachmentQueue {
             let writer = MappedWriter(database), table = self.table
             let link = Credentials.storage(resumable) { record in
                 let id = String(record.id.dropFirst("attachment:".count))
-                return try await writer.read { db in try table.fetch(db, id: id) }
-                    ?? Attachment(id: id, filename: String(record.localFinalPath.dropFirst(prefix.count)), state: .queuedDownload)
+                let path = record.localFinalPath.hasPrefix(prefix) ? String(record.localFinalPath.dropFirst(prefix.count)) : record.localFinalPath
+                return try await writer.read { db in try table.fetch(db, id: id) } ?? Attachment(id: id, filename: path, state: .queuedDownload)
             }
-            if let shared {
-                shared.routeCredentials(forIDsWithPrefix: Self.downloadID(""), urlRefresher: link, requestAuthorizer: link)
-                downloader = shared
-            } else {
-                downloader = Downloader(configuration: config, database: store, transportOrDefault: transport,
-                                        urlRefresher: link, requestAuthorizer: link, logger: logger)
-            }
+            let engine = shared ?? Downloader(configuration: config, database: store, transportOrDefault: transport, logger: logger)
+            try store.adoptFeatureRecords(idPrefix: Self.downloadID(""), pathPrefix: prefix)   // made with a downloader of the queue's own
+            try engine.routeCredentials(forIDsWithPrefix: Self.downloadID(""), urlRefresher: link, requestAuthorizer: link)
+            downloader = engine
         } else {
             downloader = nil
         }

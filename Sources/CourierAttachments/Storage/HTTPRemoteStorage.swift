@@ -37,7 +37,9 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteS
     /// Sends a call (with the adapter's headers), following up to 5 redirects.
     private func call(_ method: HTTPRequest.Method, _ url: String, extra: [(name: String, value: String)] = [],
                       body: TransportRequestBody? = nil, timeout: Duration) async throws -> TransportResponse {
-        let request = try TransportRequest(url: url, method: method, headers: headers + extra, body: body, timeout: timeout)
+        // Uncompressed: a file is stored as the server holds it (as the engine asks too).
+        let request = try TransportRequest(url: url, method: method, headers: headers + [("Accept-Encoding", "identity")] + extra,
+                                           body: body, timeout: timeout)
         return try await service.transport.send(request, followingRedirects: 5)
     }
 

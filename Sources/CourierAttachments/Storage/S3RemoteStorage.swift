@@ -115,11 +115,20 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
         configuration.prefix + (try SafePath.validateRelative(attachment.filename))
     }
 
-    /// Sends a signed call (S3 redirects are not followed: a wrong region is an error).
+    /// Sends a signed call (S3 redirects are not followed: a wrong region is an error). A PUT
+    /// or POST without a body sends an empty one (`Content-Length: 0` on every stack); a
+    /// rate limit a transport applies to whole bodies is waited out before signing, so the
+    /// signature is never stale when the request leaves; replies come uncompressed.
     func send(_ method: HTTPRequest.Method, _ url: URL, headers: [(String, String)] = [], payloadHash: String = SigV4Signer.emptyPayloadHash,
               body: TransportRequestBody? = nil, observer: (any RequestBodyObserver)? = nil, timeout: Duration = .seconds(300)) async throws -> TransportResponse {
-        var request = try TransportRequest(url: url.absoluteString, method: method,
-                                           headers: signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash).map { ($0.0, $0.1) },
+        var observer = observer
+        if let paced = observer, let body, !service.transport.pacesWithinBodies {
+            try await paced.willSend(Int(body.length))
+            observer = AlreadyPaced(paced)
+        }
+        let body = body ?? ([.put, .post].contains(method) ? .bytes(Data()) : nil)
+        let signed = signer.sign(method: method.rawValue, url: url, headers: headers, payloadHash: payloadHash).map { ($0.0, $0.1) }
+        var request = try TransportRequest(url: url.absoluteString, method: method, headers: signed + [("Accept-Encoding", "identity")],
                                            body: body, timeout: timeout)
         request.bodyObserver = observer
         return try await service.transport.send(request)

@@ -181,7 +181,7 @@ public final class TusUploader: Sendable {
     private func send(_ method: HTTPRequest.Method, _ url: URL, _ extra: [(name: String, value: String)] = [],
                       body: TransportRequestBody? = nil, observer: (any RequestBodyObserver)? = nil, timeout: Duration) async throws -> TransportResponse {
         let own = url.origin == endpoint.origin ? headers : []
-        var request = try TransportRequest(url: url.absoluteString, method: method, headers: own + [("Tus-Resumable", TusHeaders.version)] + extra,
+        var request = try TransportRequest(url: url.absoluteString, method: method, headers: own + [("Tus-Resumable", TusHeaders.version), ("Accept-Encoding", "identity")] + extra,
                                            body: body, timeout: timeout)
         request.bodyObserver = observer
         return try await service.transport.send(request)

@@ -104,6 +104,8 @@ struct TransportOptions: ParsableArguments {
     var stack: Stack = .nio
 
     /// The transport of a feature (documents, attachments, media, uploads): its engine and
-    /// its storage's or server's calls; `nil` for the platform's default (AsyncHTTPClient).
-    func transport() throws -> (any HTTPTransport)? { stack == .urlsession ? try URLSessionBuild.required().transport() : nil }
+    /// its storage's or server's calls; AsyncHTTPClient for `nio` on every platform.
+    func transport() throws -> (any HTTPTransport)? {
+        stack == .urlsession ? try URLSessionBuild.required().transport() : AsyncHTTPClientTransport()
+    }
 }

@@ -17,14 +17,18 @@ struct EngineContext: Sendable {
     /// This downloader's lease owner id.
     let owner: LeaseOwner
 
-    /// The URL refresher for download `id`: its route's, else the downloader's own.
+    /// The URL refresher for download `id`: its route's, else (not a feature's id) the
+    /// downloader's own.
     func refresher(for id: String) -> (any URLRefreshing)? {
-        routes.route(for: id).map(\.refresher) ?? refresher
+        if let route = routes.route(for: id) { return route.refresher }
+        return CredentialRoutes.isReserved(id) ? nil : refresher
     }
 
-    /// The request authorizer for download `id`: its route's, else the downloader's own.
+    /// The request authorizer for download `id`: its route's, else (not a feature's id) the
+    /// downloader's own.
     func authorizer(for id: String) -> (any RequestAuthorizing)? {
-        routes.route(for: id).map(\.authorizer) ?? authorizer
+        if let route = routes.route(for: id) { return route.authorizer }
+        return CredentialRoutes.isReserved(id) ? nil : authorizer
     }
 
     /// The lease's expiry if renewed now.

@@ -12,8 +12,9 @@ public struct TransportRequest: Sendable {
     public var headerFields: HTTPFields
     /// What to send, streamed: never a whole file in memory.
     public var body: TransportRequestBody?
-    /// How long the whole exchange may take up to the reply's head (`nil`: the transport's
-    /// own limits; the engine watches body bytes itself).
+    /// How long the exchange may take up to the reply's head (`nil`: the transport's own
+    /// limits; the engine watches body bytes itself). URLSession applies it as an idle
+    /// timeout (no byte for that long), AsyncHTTPClient as a deadline for the head.
     public var timeout: Duration?
     /// Hears of the body's bytes as they go (upload progress, a rate limit).
     public var bodyObserver: (any RequestBodyObserver)?
@@ -95,4 +96,22 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: TransportRequest) async throws -> TransportResponse
     /// Releases connections and threads.
     func shutdown() async throws
+    /// Whether the transport holds a body back slice by slice under its observer's
+    /// `willSend` (AsyncHTTPClient), or paces a whole body before sending it (URLSession): a
+    /// signed request (S3) is then paced before it is signed, so it is never sent stale.
+    var pacesWithinBodies: Bool { get }
+}
+
+extension HTTPTransport {
+    /// Most transports stream a body slice by slice.
+    public var pacesWithinBodies: Bool { true }
+}
+
+/// An observer whose pacing already happened (before a request was signed): only the
+/// bytes going out are told.
+package struct AlreadyPaced: RequestBodyObserver {
+    package let base: any RequestBodyObserver
+    package init(_ base: any RequestBodyObserver) { self.base = base }
+    package func willSend(_ count: Int) async throws {}
+    package func didSend(_ count: Int) { base.didSend(count) }
 }

@@ -42,8 +42,8 @@ public final class MirrorContainer: DocumentContainer {
         config.retryPolicy = RetryPolicy(baseDelay: .milliseconds(200), maxDelay: .seconds(5), maxAttempts: 3)
         configure(&config)
         let made = config
-        try self.init(root: root, storage: storage, database: database, uploadRetry: made.retryPolicy, logger: logger, owns: true, prefix: "") { link in
-            Downloader(configuration: made, database: database, transportOrDefault: transport, urlRefresher: link, requestAuthorizer: link, logger: logger)
+        try self.init(root: root, storage: storage, database: database, uploadRetry: made.retryPolicy, logger: logger, owns: true, prefix: "") {
+            Downloader(configuration: made, database: database, transportOrDefault: transport, logger: logger)
         }
     }
 
@@ -56,14 +56,11 @@ public final class MirrorContainer: DocumentContainer {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let prefix = try downloader.relativePrefix(of: root)
         try self.init(root: root, storage: storage, database: downloader.database, uploadRetry: downloader.configuration.retryPolicy,
-                      logger: logger, owns: false, prefix: prefix) { link in
-            downloader.routeCredentials(forIDsWithPrefix: Self.downloadPrefix, urlRefresher: link, requestAuthorizer: link)
-            return downloader
-        }
+                      logger: logger, owns: false, prefix: prefix) { downloader }
     }
 
     private init(root: URL, storage: any RemoteStorage, database: CourierDatabase, uploadRetry: RetryPolicy, logger: Logger, owns: Bool,
-                 prefix: String, downloader make: (Credentials) throws -> Downloader) throws {
+                 prefix: String, downloader make: () -> Downloader) throws {
         self.root = root.standardizedFileURL
         self.storage = storage
         self.logger = logger
@@ -77,11 +74,15 @@ public final class MirrorContainer: DocumentContainer {
             // The placeholder's key names the remote object behind a record.
             let base = self.root
             let link = Credentials.storage(resumable) { record in
-                let path = MirrorFolder.document(forDestination: String(record.localFinalPath.dropFirst(prefix.count)))
+                let relative = record.localFinalPath.hasPrefix(prefix) ? String(record.localFinalPath.dropFirst(prefix.count)) : record.localFinalPath
+                let path = MirrorFolder.document(forDestination: relative)
                 let key = Placeholder.read(for: base.appendingPathComponent(path))?.key ?? path
                 return Attachment(id: path, filename: key, state: .queuedDownload)
             }
-            downloader = try make(link)
+            let engine = make()
+            try database.adoptFeatureRecords(idPrefix: Self.downloadPrefix, pathPrefix: prefix)   // made with a downloader of the container's own
+            try engine.routeCredentials(forIDsWithPrefix: Self.downloadPrefix, urlRefresher: link, requestAuthorizer: link)
+            downloader = engine
         } else {
             downloader = nil
         }

@@ -11,6 +11,7 @@ extension MediaLibrary {
     /// interrupted resumes it from the bytes kept.
     @discardableResult
     public func start(itemId: String, versionId: String? = nil, options: MediaDownloadOptions = MediaDownloadOptions()) async throws -> MediaVersion {
+        try checkOpen()
         let job = try await plan(itemId: itemId, versionId: versionId, options: options)
         return try await exclusively(job.taskId) { try await start(job) }
     }
@@ -74,7 +75,7 @@ extension MediaLibrary {
         }
         let taskId = MediaJob.taskId(version)
         let forward = Task {
-            if await downloader.isShutDown {   // nothing will move again in this process
+            if await stopped() {   // nothing will move again in this process
                 continuation.yield(.paused(MediaEventHub.shutDown(version)))
                 continuation.finish()
                 return
@@ -131,6 +132,7 @@ extension MediaLibrary {
 
     /// Resumes a paused, failed or interrupted version from the bytes it kept.
     public func resume(_ version: MediaVersion) async throws {
+        try checkOpen()
         try await exclusively(MediaJob.taskId(version)) {
             guard let job = jobs.load(MediaJob.taskId(version)) else { throw CourierError(.notFound, "nothing of \(version) is downloading") }
             if hub.isSettling(version) { return }   // it is ending (completed or refused) right now
@@ -222,6 +224,7 @@ extension MediaLibrary {
     /// left to it. Returns the versions under way.
     @discardableResult
     public func resumeAll(includePaused: Bool = false, includeFailed: Bool = false) async throws -> [MediaVersion] {
+        try checkOpen()
         var resumed: [MediaVersion] = []
         for job in jobs.all() where finishers[job.taskId] == nil {
             if let record = try await downloader.record(id: job.taskId) {
@@ -306,6 +309,7 @@ extension MediaLibrary {
     /// finisher that saw the pause may not have ended yet; one that saw the media arrive
     /// finishes it itself).
     func launch(_ job: MediaJob, following: Bool = false) {
+        if isShutDown { return }   // the next start's resumeAll follows it
         let previous = finishers[job.taskId]
         if previous != nil, !following { return }
         let id = UUID()
@@ -322,7 +326,7 @@ extension MediaLibrary {
     func ensureRunning(_ taskId: String) {
         // Not while a start, pause, resume or cancel of it is under way (each sees to its
         // finisher), nor once its end is being decided.
-        guard finishers[taskId] == nil, !steering.isBusy(taskId), let job = jobs.load(taskId), !hub.isSettling(job.version) else { return }
+        guard !isShutDown, finishers[taskId] == nil, !steering.isBusy(taskId), let job = jobs.load(taskId), !hub.isSettling(job.version) else { return }
         launch(job)
     }
 

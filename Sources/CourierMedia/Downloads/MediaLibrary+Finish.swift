@@ -46,7 +46,7 @@ extension MediaLibrary {
         } catch {
             // Shut down meanwhile: the record and job stay for the next launch, and the
             // shutdown tells subscribers `paused`.
-            if await downloader.isShutDown { return }
+            if await stopped() { return }
             // Metadata could not be written (a full disk…): the record and job stay, and
             // the next start, resume or launch finishes it.
             hub.publish(job.version, .failed(error as? CourierError ?? CourierError(.writeFailed, "finishing \(job.version) failed", underlying: error)))
@@ -143,7 +143,7 @@ extension MediaLibrary {
         // version was cancelled, nor when the library shut down meanwhile (subtitles and
         // images would be missing for good: the next launch finishes it again).
         try Task.checkCancellation()
-        if await downloader.isShutDown { throw CourierError(.cancelled, "the library shut down while finishing \(job.version); the next launch finishes it") }
+        if await stopped() { throw CourierError(.cancelled, "the library shut down while finishing \(job.version); the next launch finishes it") }
         subtitles.sort { $0.index < $1.index }
         let entry = VersionInfo(versionId: job.version.versionId, container: final.pathExtension.lowercased(), isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
                                 downloadDate: earlier?.downloadDate ?? ISO8601DateFormatter().string(from: Date()), taskId: earlier?.taskId ?? job.uuid, itemId: job.item.id,
@@ -172,7 +172,7 @@ extension MediaLibrary {
         }
         // Images that failed because the library shut down are fetched by the next launch,
         // not reported missing for good.
-        if !failed.isEmpty, await downloader.isShutDown { throw CourierError(.cancelled, "the library shut down while fetching \(job.version)'s images; the next launch finishes it") }
+        if !failed.isEmpty, await stopped() { throw CourierError(.cancelled, "the library shut down while fetching \(job.version)'s images; the next launch finishes it") }
         return MediaDownloadReport(mediaPath: finalPath, versionId: job.version.versionId, failedImages: failed, subtitlePaths: try subtitles.map { try relativePath(folder.appendingPathComponent($0.fileName)) }, failedSubtitles: failedSubtitles)
     }
 
