@@ -16,6 +16,12 @@ import Testing
 @Suite(.serialized) struct SharedDownloaderTests {
     static let size = 6 << 20
 
+    /// The sizes of the `.partial` files under `folder`.
+    static func partialSizes(under folder: URL) -> [Int64] {
+        let names = (try? FileManager.default.subpathsOfDirectory(atPath: folder.path)) ?? []   // not made yet: none
+        return names.filter { $0.hasSuffix(".partial") }.map { PartialFile.length(at: folder.appendingPathComponent($0)) }
+    }
+
     @Test func oneDownloaderServesTheLibraryTheQueueAndTheMirror() async throws {
         let base = temporaryFolder("courier-shared")
         defer { try? FileManager.default.removeItem(at: base) }
@@ -71,6 +77,8 @@ import Testing
         #expect(try await eventually { await downloader.runningIDs.count == 2 })
         let running = await downloader.runningIDs
         #expect(running.contains { $0.hasPrefix("media:") } && running.contains { $0.hasPrefix("attachment:") })
+        // Both have bytes to keep before the hand-off (a loaded machine may be slow to start).
+        #expect(try await eventually(timeout: .seconds(60)) { Self.partialSizes(under: app).filter { $0 >= 256 << 10 }.count == 2 })
         let read = Task { try await Documents(container: mirror).readInPlaceBytes("docs/readme.bin") }
         try await Task.sleep(for: .milliseconds(300))
         #expect(await downloader.runningIDs.count == 2)   // the document is queued, not a third connection

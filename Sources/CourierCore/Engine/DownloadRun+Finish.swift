@@ -6,6 +6,9 @@ extension DownloadRun {
     // MARK: Finishing
 
     func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
+        // The body is whole: from here the disk takes what it takes (a checksum, fsync,
+        // rename), so the idle watchdog stops; had it fired first, nothing is put in place.
+        if let activity = Activity.current, !activity.stopWatching() { throw CancellationError() }
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
         if let total = record.totalBytes, total != length {

@@ -1,24 +1,52 @@
 
-/// Marks that bytes (or a reply) arrived; read by the watchdog.
+/// Marks that bytes (or a reply) arrived; read by the watchdog. Once the body is whole,
+/// ``stopWatching()`` ends the watch: finishing (checksum, fsync, rename, the record) takes
+/// what the disk takes, and a watchdog firing in the middle of it would leave a renamed file
+/// behind a failed record.
 final class Activity: Sendable {
-    private let last = Locked(ContinuousClock.now)
-    func touch() { last.withLock { $0 = .now } }
-    var lastSeen: ContinuousClock.Instant { last.withLock { $0 } }
+    private struct State { var lastSeen = ContinuousClock.now; var stopped = false; var fired = false }
+    private let state = Locked(State())
+
+    /// The attempt's activity, for the steps it calls (finishing).
+    @TaskLocal static var current: Activity?
+
+    func touch() { state.withLock { $0.lastSeen = .now } }
+    var lastSeen: ContinuousClock.Instant { state.withLock { $0.lastSeen } }
+
+    /// Ends the watch; false when the watchdog fired first (the attempt is being aborted).
+    func stopWatching() -> Bool {
+        state.withLock { s in
+            if s.fired { return false }
+            s.stopped = true
+            return true
+        }
+    }
+
+    /// The watchdog's decision at `now`: fire (once past the deadline, unless the watch
+    /// ended), or the next deadline to sleep until (`nil`: the watch ended).
+    fileprivate func check(timeout: Duration) -> (fire: Bool, until: ContinuousClock.Instant?) {
+        state.withLock { s in
+            if s.stopped { return (false, nil) }
+            let deadline = s.lastSeen + timeout
+            if ContinuousClock.now >= deadline { s.fired = true; return (true, nil) }
+            return (false, deadline)
+        }
+    }
 }
 
 /// Runs `body`, aborting it with ``CourierError/Code/timeout`` when it goes `timeout`
-/// without calling ``Activity/touch()``. Cancelling the caller cancels both.
+/// without calling ``Activity/touch()``, until it calls ``Activity/stopWatching()``.
+/// Cancelling the caller cancels both.
 func withIdleWatchdog<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable (Activity) async throws -> T) async throws -> T {
     let activity = Activity()
     return try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body(activity) }
+        group.addTask { try await Activity.$current.withValue(activity) { try await body(activity) } }
         group.addTask {
             while true {
-                let deadline = activity.lastSeen + timeout
-                if ContinuousClock.now >= deadline {
-                    throw CourierError(.timeout, "no data arrived for \(timeout.components.seconds) s; aborting this attempt")
-                }
-                try await Task.sleep(until: deadline, clock: .continuous)
+                let (fire, until) = activity.check(timeout: timeout)
+                if fire { throw CourierError(.timeout, "no data arrived for \(describe(timeout)); aborting this attempt") }
+                guard let until else { return nil }   // the body is whole: its result is what counts
+                try await Task.sleep(until: until, clock: .continuous)
             }
         }
         defer { group.cancelAll() }
@@ -27,4 +55,10 @@ func withIdleWatchdog<T: Sendable>(timeout: Duration, _ body: @escaping @Sendabl
         }
         throw CancellationError()
     }
+}
+
+/// `30 s`, or `300 ms` below a second.
+private func describe(_ duration: Duration) -> String {
+    let (seconds, atto) = duration.components
+    return seconds >= 1 ? "\(seconds) s" : "\(atto / 1_000_000_000_000_000) ms"
 }
