@@ -8,14 +8,16 @@ import CourierOrigin
 /// outlasted the idle timeout, the attempt was aborted after the rename and before the
 /// record was completed, and the retries that followed gave up with the file in place.
 /// Here finishing outlasts the idle timeout on purpose (the test pause after the rename).
-@Suite struct FinishingIsNotIdleTests {
+/// A `…TimingTests` suite: it runs alone (scripts/test), so the body itself is never idle
+/// for the 1 s window on a loaded machine.
+@Suite struct FinishingIsNotIdleTimingTests {
     @Test func finishingThatOutlastsTheIdleTimeoutCompletes() async throws {
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
         let data = try fx.serve("f.bin", size: 300_000)
         let d = try fx.downloader {
-            $0.idleTimeout = .milliseconds(100)
-            $0.pauseAfterRename = .milliseconds(600)
+            $0.idleTimeout = .seconds(1)
+            $0.pauseAfterRename = .seconds(3)
             $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(5), maxDelay: .milliseconds(20), maxAttempts: 2)
         }
         try await d.enqueue(DownloadRequest(id: "f", url: fx.url("f.bin"), destination: "f.bin"))

@@ -13,7 +13,10 @@ import Testing
 /// queue and a documents mirror share it, so one concurrency limit and one background
 /// hand-off cover all of them. Every request needs the token (the origin refuses others),
 /// so each feature's downloads carry their own credentials through the shared engine.
-@Suite(.serialized) struct SharedDownloaderTests {
+/// A `…TimingTests` suite: it runs alone (scripts/test), since the hand-off must find both
+/// throttled transfers running; under the whole parallel suite one hand-off once found
+/// nothing to hand off (see the session note).
+@Suite(.serialized) struct SharedDownloaderTimingTests {
     static let size = 6 << 20
 
     /// The sizes of the `.partial` files under `folder`.
