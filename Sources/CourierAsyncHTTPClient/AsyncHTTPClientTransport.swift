@@ -9,7 +9,7 @@ import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 
-/// ``HTTPTransport`` over AsyncHTTPClient: connection pooling, TLS with certificate
+/// `HTTPTransport` over AsyncHTTPClient: connection pooling, TLS with certificate
 /// verification, no redirect following, and bounded decompression for servers that
 /// compress although asked not to.
 public final class AsyncHTTPClientTransport: HTTPTransport {
@@ -59,7 +59,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         self.owned = nil
     }
 
-    /// Sends the request; maps AsyncHTTPClient's errors to ``CourierError``.
+    /// Sends the request; maps AsyncHTTPClient's errors to `CourierError`.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var req = HTTPClientRequest(url: request.url)
         req.method = HTTPMethod(rawValue: request.method.rawValue)
@@ -87,7 +87,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         try await owned?.shutdown()
     }
 
-    /// Any error of AsyncHTTPClient, SwiftNIO or NIOSSL as a ``CourierError`` (or a
+    /// Any error of AsyncHTTPClient, SwiftNIO or NIOSSL as a `CourierError` (or a
     /// `CancellationError`), for every module of the package that talks HTTP.
     package static func map(_ error: any Error, url: String) -> any Error {
         if error is CancellationError { return error }
@@ -127,7 +127,7 @@ extension AsyncHTTPClientTransport {
     }
 }
 
-/// Maps body errors (connection dropped mid-body) to ``CourierError``.
+/// Maps body errors (connection dropped mid-body) to `CourierError`.
 private struct MappedBody: AsyncSequence, Sendable {
     typealias Element = BodyChunk
     let base: HTTPClientResponse.Body

@@ -32,7 +32,7 @@ package final class OwnedHTTPClient: Sendable {
     }
 
     /// Shuts the client down and waits for it; later calls return at once. Errors leave as
-    /// ``CourierError``s.
+    /// `CourierError`s.
     package func shutdown() async throws {
         guard isShutDown.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
         do { try await client.shutdown() } catch { throw AsyncHTTPClientTransport.map(error, url: "the HTTP client") }

@@ -1,6 +1,6 @@
 import Courier
 
-/// Attachment-specific error codes, in ``Courier/CourierError``'s extensible set.
+/// Attachment-specific error codes, in `CourierError`'s extensible set.
 extension CourierError.Code {
     /// The attachments table holds a row Courier cannot read.
     public static let attachmentCorrupt = Self(rawValue: "E_ATTACHMENT_CORRUPT")

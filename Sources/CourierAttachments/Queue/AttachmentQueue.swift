@@ -70,8 +70,9 @@ public actor AttachmentQueue {
     ///     `directory` (``FileSystemLocalStorage``). Given one, the queue never touches
     ///     `directory`.
     public init(database: any DatabaseWriter, directory: URL, remoteStorage: any RemoteStorage, errorHandler: (any SyncErrorHandler)? = nil,
-                options: AttachmentQueueOptions = AttachmentQueueOptions(), transport: (any HTTPTransport)? = nil, downloader shared: Downloader? = nil,
+                options: AttachmentQueueOptions = AttachmentQueueOptions(), transport: (any HTTPTransport)? = nil, downloader: Downloader? = nil,
                 logger: Logger = Logger(label: "courier.attachments"), localStorage: (any LocalStorage)? = nil) throws {
+        let shared = downloader
         self.writer = MappedWriter(database)
         self.directory = directory.standardizedFileURL
         self.localStorage = try localStorage ?? FileSystemLocalStorage(directory: directory)
@@ -103,9 +104,9 @@ public actor AttachmentQueue {
             let engine = shared ?? Downloader(configuration: config, database: store, transportOrDefault: transport, logger: logger)
             try store.adoptFeatureRecords(idPrefix: Self.downloadID(""), pathPrefix: prefix)   // made with a downloader of the queue's own
             try engine.routeCredentials(forIDsWithPrefix: Self.downloadID(""), urlRefresher: link, requestAuthorizer: link)
-            downloader = engine
+            self.downloader = engine
         } else {
-            downloader = nil
+            self.downloader = nil
         }
     }
 

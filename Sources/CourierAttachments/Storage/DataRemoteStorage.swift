@@ -21,7 +21,7 @@ public protocol DataRemoteStorageAdapter: Sendable {
 /// A ``RemoteStorage`` over a ``DataRemoteStorageAdapter``: an upload reads the file into
 /// memory, a download writes the returned bytes whole or not at all. Whole-file buffers
 /// run phones out of memory, so a file larger than ``maxInMemoryBytes`` fails with
-/// ``Courier/CourierError/Code/attachmentTooLarge`` instead of being read; prefer a
+/// `CourierError.Code.attachmentTooLarge` instead of being read; prefer a
 /// streaming storage (``HTTPRemoteStorage``, ``S3RemoteStorage``) for large files.
 public struct DataRemoteStorage: RemoteStorage {
     /// The wrapped adapter.
@@ -65,7 +65,7 @@ public struct DataRemoteStorage: RemoteStorage {
         try await Self.mapped("delete of \(attachment.filename)") { try await adapter.deleteFile(attachment: attachment) }
     }
 
-    /// The adapter's errors leave as ``Courier/CourierError``s (its own pass unchanged).
+    /// The adapter's errors leave as `CourierError`s (its own pass unchanged).
     static func mapped<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
         do { return try await body() } catch let error as CourierError { throw error } catch {
             throw CourierError(.remoteStorage, "\(what) failed", underlying: error)
