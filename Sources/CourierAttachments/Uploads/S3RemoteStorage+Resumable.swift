@@ -206,7 +206,12 @@ extension S3RemoteStorage: ResumableUploadStorage {
 
     /// The object's ETag when it is this very upload, completed: a multipart ETag is the MD5
     /// of the parts' MD5s, then `-<parts>`. `nil` when the object is absent or another one.
-    private func completedAlready(key: String, planned: [MultipartPlan.Part], recorded: [UploadPart]) async throws -> String? {
+    /// Every part was recorded, so the killed run may have sent `CompleteMultipartUpload`,
+    /// which the server may still be carrying out (its upload already gone from `ListParts`,
+    /// its object not there yet): an absent object is asked for again for up to
+    /// `completionWait` before the upload starts over.
+    private func completedAlready(key: String, planned: [MultipartPlan.Part], recorded: [UploadPart],
+                                  completionWait: Duration = .seconds(30)) async throws -> String? {
         let byNumber = Dictionary(recorded.map { ($0.number, $0.md5) }, uniquingKeysWith: { $1 })
         var digests = Data()
         for part in planned {
@@ -214,8 +219,17 @@ extension S3RemoteStorage: ResumableUploadStorage {
             digests.append(contentsOf: stride(from: 0, to: 32, by: 2).compactMap { UInt8(md5.dropFirst($0).prefix(2), radix: 16) })
         }
         let expected = SHA256Hex.hex(Insecure.MD5.hash(data: digests)) + "-\(planned.count)"
-        let response = try await send(.head, objectURL(key: key), timeout: .seconds(60))
-        guard response.status == 200, let etag = response.headerFields.first(name: "ETag"), MultipartPlan.normalizedETag(etag) == expected else { return nil }
-        return etag
+        let deadline = ContinuousClock.now + completionWait
+        var pause = Duration.milliseconds(200)
+        while true {
+            let response = try await send(.head, objectURL(key: key), timeout: .seconds(60))
+            if response.status == 200 {
+                guard let etag = response.headerFields.first(name: "ETag"), MultipartPlan.normalizedETag(etag) == expected else { return nil }
+                return etag
+            }
+            guard response.status == 404, ContinuousClock.now + pause < deadline else { return nil }
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .seconds(2))
+        }
     }
 }
