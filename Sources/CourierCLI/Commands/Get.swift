@@ -125,6 +125,7 @@ struct Get: AsyncParsableCommand {
             configuration.maxConcurrentDownloads = max(1, jobs)
             let downloader = Downloader(configuration: configuration, database: try store.open(), transport: try engine.transport(),
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
+            try await engine.registerChaosAppRows(on: downloader)
             let recovered = try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first
             var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:]
             for (url, path) in targets {

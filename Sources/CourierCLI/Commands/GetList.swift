@@ -46,6 +46,7 @@ struct ListDownload {
         configuration.maxConcurrentDownloads = max(1, jobs)
         let downloader = Downloader(configuration: configuration, database: try store.open(), transport: try engine.transport(),
                                     requestAuthorizer: headers.isEmpty ? nil : StaticHeaders(headers), logger: makeLogger(verbose: verbose))
+        try await engine.registerChaosAppRows(on: downloader)
         let events = downloader.events()   // before enqueuing, so no final event is missed
         try await HandOffs.recover(downloader, store: store)
         let results = try await downloader.enqueue(batch: requests)

@@ -2,6 +2,7 @@ import ArgumentParser
 @_spi(Testing) import CourierCore
 import CourierAsyncHTTPClient
 import Foundation
+import GRDB
 
 /// Where the CLI keeps its records.
 struct StoreOptions: ParsableArguments {
@@ -33,6 +34,11 @@ struct StoreOptions: ParsableArguments {
 struct EngineOptions: ParsableArguments {
     @Option(name: .customLong("chaos-pause-after-rename-ms"), help: .hidden)
     var chaosPauseAfterRename: Int?
+
+    /// For the completion-hook kill test only: an app's row written in the write that
+    /// completes each download, held open this long so a SIGKILL can land inside it.
+    @Option(name: .customLong("chaos-app-rows-pause-ms"), help: .hidden)
+    var chaosAppRowsPause: Int?
 
     @Option(name: .long, help: "Failed attempts in a row before giving up.")
     var maxAttempts: Int = 8
@@ -90,6 +96,21 @@ struct EngineOptions: ParsableArguments {
         // rename of the finished file and the record's update open, so a SIGKILL can land in it.
         if let ms = chaosPauseAfterRename, ms > 0 { c.pauseAfterRename = .milliseconds(ms) }
         return c
+    }
+}
+
+extension EngineOptions {
+    /// Stands in for an app that shares its database with Courier (`--chaos-app-rows-pause-ms`):
+    /// a table `app_rows(id, localPath)` written by a completion hook.
+    func registerChaosAppRows(on downloader: Downloader) async throws {
+        guard let ms = chaosAppRowsPause else { return }
+        try await MappedWriter(downloader.database.writer).write { db in
+            try db.execute(sql: "CREATE TABLE IF NOT EXISTS app_rows (id TEXT PRIMARY KEY, localPath TEXT NOT NULL)")
+        }
+        try downloader.onCompletion(ofIDsWithPrefix: "") { db, record in
+            try db.execute(sql: "INSERT OR REPLACE INTO app_rows (id, localPath) VALUES (?, ?)", arguments: [record.id, record.localFinalPath])
+            if ms > 0 { usleep(useconds_t(ms * 1000)) }
+        }
     }
 }
 

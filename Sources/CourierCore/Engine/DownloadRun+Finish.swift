@@ -28,10 +28,25 @@ extension DownloadRun {
                 return try await failDiscarding(CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual); the partial file was deleted"), record: record)
             }
         }
-        try await Blocking.run { try PartialFile.finalize(partial: partialURL, to: finalURL) }
-        if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
-        guard let done = try await markCompleted(length: length, validators: record) else { throw ExternalStop() }
-        return .finished(done)
+        // With the app's completion hook, the rename is the last step of the write that runs
+        // it: the record, the app's row and the file in place change together.
+        let hooked = context.completionHooks.hook(for: id) != nil
+        if !hooked {
+            try await Blocking.run { try PartialFile.finalize(partial: partialURL, to: finalURL) }
+            if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
+        }
+        do {
+            guard let done = try await markCompleted(length: length, validators: record, moving: hooked ? (partialURL, finalURL) : nil) else { throw ExternalStop() }
+            return .finished(done)
+        } catch let error as CourierError where error.code == .completionHook {
+            // The whole partial stays, with what ties it to the server's file, so resuming
+            // asks only whether it is whole (a 416) and finishes it.
+            let etag = record.etag, lastModified = record.lastModified, resumable = record.resumable
+            await context.bestEffort("keeping the validators of a whole partial", id: id) {
+                try await persist { $0.etag = etag ?? $0.etag; $0.lastModified = lastModified ?? $0.lastModified; $0.resumable = resumable; $0.totalBytes = length; $0.bytesReceived = length }
+            }
+            return .fail(error)
+        }
     }
 
     /// Fails for good with `error`, deleting the partial (its bytes are not the file
@@ -47,8 +62,19 @@ extension DownloadRun {
 
     /// Marks the record completed; `validators` (the record as the run knows it) brings the
     /// reply's ETag and Last-Modified when they were not persisted before.
-    func markCompleted(length: Int64, validators: DownloadRecord? = nil) async throws -> DownloadRecord? {
-        try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.complete(length: length, validators: validators) }
+    /// With the app's completion hook for this id, the hook runs inside that write, and so
+    /// does `moving` (the partial's rename to the final path), last; a hook that throws
+    /// fails it with ``CourierError/Code/completionHook`` and nothing of it happens.
+    func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil) async throws -> DownloadRecord? {
+        guard let hook = context.completionHooks.hook(for: id) else {
+            return try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.complete(length: length, validators: validators) }
+        }
+        var lastStep: (@Sendable () throws -> Void)?
+        if let moving {
+            let partial = moving.partial, final = moving.final
+            lastStep = { try PartialFile.finalize(partial: partial, to: final) }
+        }
+        return try await db.complete(id: id, lease: context.owner, { $0.complete(length: length, validators: validators) }, hook: hook, lastStep: lastStep)
     }
 
 

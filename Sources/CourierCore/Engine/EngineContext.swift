@@ -12,6 +12,8 @@ struct EngineContext: Sendable {
     /// Credentials routed by id prefix: each feature sharing the downloader (attachments,
     /// media, documents) answers for its own downloads.
     let routes = CredentialRoutes()
+    /// The app's code that runs inside the write completing a download (``Downloader/onCompletion(ofIDsWithPrefix:_:)``).
+    let completionHooks = CompletionHooks()
     let logger: Logger
     let hub: EventHub
     /// This downloader's lease owner id.

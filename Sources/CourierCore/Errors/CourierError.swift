@@ -131,6 +131,10 @@ extension CourierError.Code {
     public static let cancelled = Self(rawValue: "E_CANCELLED")
     /// Another process (or downloader) holds the download's lease and is running it.
     public static let leased = Self(rawValue: "E_LEASED")
+    /// The app's completion hook threw inside the write that would have completed the
+    /// download: nothing of that write happened (the record is failed, its whole partial
+    /// kept; resuming runs the hook again without a byte fetched).
+    public static let completionHook = Self(rawValue: "E_COMPLETION_HOOK")
     /// A failure Courier has no better code for (the message says what); a bug to report.
     public static let unexpected = Self(rawValue: "E_UNEXPECTED")
 }
