@@ -20,6 +20,9 @@ let package = Package(
         .library(name: "CourierAttachments", targets: ["CourierAttachments"]),
         .library(name: "CourierDocuments", targets: ["CourierDocuments"]),
         .library(name: "CourierMedia", targets: ["CourierMedia"]),
+        // What app code observes: @Observable models for SwiftUI (and ObservableObject,
+        // Combine publishers on Apple platforms), Foundation.Progress per download.
+        .library(name: "CourierObservation", targets: ["CourierObservation"]),
         .executable(name: "courier", targets: ["courier"]),
         .executable(name: "courier-urlsession", targets: ["courier-urlsession"]),
     ],
@@ -101,6 +104,10 @@ let package = Package(
             resources: [.process("PrivacyInfo.xcprivacy")]   // the required-reason APIs it calls (scripts/privacy-check)
         ),
         .target(
+            name: "CourierObservation",
+            dependencies: ["CourierCore"]
+        ),
+        .target(
             name: "CourierURLSession",
             dependencies: [
                 "CourierCore",
@@ -149,6 +156,7 @@ let package = Package(
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierCore", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierCore", "CourierOrigin", "CourierAttachments", "CourierDocuments", "CourierURLSession", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "CourierObservationTests", dependencies: ["CourierTestSupport", "CourierObservation", "Courier", "CourierCore", "CourierOrigin"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCore", "CourierCLI", "CourierAttachments", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
                     exclude: ["HelpSnapshots"]),

@@ -60,8 +60,24 @@ extension Downloader {
 
     /// The events of every download, live, until ``shutdown()``. The stream buffers without
     /// bound (no final event is ever dropped), so keep consuming it.
-    public nonisolated func events() -> AsyncStream<DownloadEvent> {
-        context.hub.subscribeAll()
+    ///
+    /// With `replayingStored`, it first yields each stored record's progress and state (its
+    /// end, for one that ended), then the live events, none of them older than what was
+    /// replayed: a screen that starts from it shows every bar where it stands. (For a
+    /// screen, `CourierObservation`'s `DownloadList` and `DownloadsFeed` do this and coalesce.)
+    public nonisolated func events(replayingStored: Bool = false) -> AsyncStream<DownloadEvent> {
+        let hub = context.hub
+        let (key, stream) = hub.subscribeAll(seeded: !replayingStored)
+        guard replayingStored else { return stream }
+        let database = context.database
+        Task {
+            let records = (try? await database.allRecords()) ?? []   // unreadable: live events still come
+            hub.seed(key, with: records.flatMap { record in
+                [.progress(DownloadProgress(id: record.id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes)),
+                 Self.persistedEvent(record)]
+            })
+        }
+        return stream
     }
 
     /// The event that tells a subscriber where a persisted record stands: its end when it

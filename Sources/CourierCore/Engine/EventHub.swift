@@ -52,16 +52,17 @@ final class EventHub: Sendable {
         for c in toFinish { c.finish() }
     }
 
-    /// A stream of every download's events (never seeded, never finished until ``finishAll()``).
-    func subscribeAll() -> AsyncStream<DownloadEvent> {
+    /// A stream of every download's events, never finished until ``finishAll()``; with
+    /// `seeded`, live events are held until ``seed(_:with:)`` gives the key its snapshot.
+    func subscribeAll(seeded: Bool = true) -> (key: UInt64, stream: AsyncStream<DownloadEvent>) {
         let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .unbounded)
         let key = state.withLock { s in
             s.nextKey += 1
-            s.subscribers[s.nextKey] = Subscriber(continuation: continuation, id: nil, seeded: true, held: [])
+            s.subscribers[s.nextKey] = Subscriber(continuation: continuation, id: nil, seeded: seeded, held: [])
             return s.nextKey
         }
         continuation.onTermination = { [weak self] _ in self?.remove(key) }
-        return stream
+        return (key, stream)
     }
 
     /// A stream for one download; call ``seed(_:with:)`` with the returned key once the
@@ -83,7 +84,7 @@ final class EventHub: Sendable {
             guard var sub = s.subscribers[key] else { return nil }
             for event in snapshot + sub.held {
                 sub.continuation.yield(event)
-                if event.isFinal {
+                if event.isFinal, sub.id != nil {
                     s.subscribers[key] = nil
                     return sub.continuation
                 }

@@ -65,4 +65,28 @@ import CourierOrigin
             await other.shutdown()
         }
     }
+
+    /// The all-downloads stream, replaying what is stored first (issue 26): a screen that
+    /// starts from it shows each stored bar, then live events, in that order.
+    @Test func theWholeStreamCanStartFromWhatIsStored() async throws {
+        try await withFixture { fx in
+            try fx.serve("done.bin", size: 10_000)
+            try fx.serve("next.bin", size: 10_000)
+            let first = try fx.downloader()
+            try await first.fetchKeepingRecord(DownloadRequest(id: "done", url: fx.url("done.bin"), destination: "done.bin"))
+            await first.shutdown()
+
+            let d = try fx.downloader()
+            var events = d.events(replayingStored: true).makeAsyncIterator()
+            let one = await events.next(), two = await events.next()
+            #expect(one?.id == "done")
+            if case let .progress(p)? = one { #expect(p.bytesReceived == 10_000) } else { Issue.record("no stored progress first") }
+            if case .ended(_, .completed)? = two {} else { Issue.record("no stored end second: \(String(describing: two))") }
+            try await d.enqueue(DownloadRequest(id: "next", url: fx.url("next.bin"), destination: "next.bin"))
+            let live = await events.next()
+            #expect(live?.id == "next")
+            _ = try await d.waitForCompletion(id: "next")
+            await d.shutdown()
+        }
+    }
 }
