@@ -30,20 +30,19 @@ public final class DownloadList {
     /// The downloader the items belong to.
     @ObservationIgnored public let downloader: Downloader
     @ObservationIgnored private var byID: [String: DownloadItem] = [:]
-    @ObservationIgnored private let feed = FeedHandle()
+    @ObservationIgnored private let feed: DownloadsFeed
 
     /// Starts following `downloader`'s downloads of `selection`.
     public init(downloader: Downloader, selection: DownloadSelection = .all, maxUpdatesPerSecond: Double = 10) {
         self.downloader = downloader
-        let feed = DownloadsFeed(downloader: downloader, selection: selection, maxUpdatesPerSecond: maxUpdatesPerSecond) { [weak self] update in
+        feed = DownloadsFeed(downloader: downloader, selection: selection, maxUpdatesPerSecond: maxUpdatesPerSecond)
+        feed.start { [weak self] update in
             await MainActor.run { () -> Bool in
                 guard let self else { return false }
                 self.take(update)
                 return true
             }
         }
-        self.feed.set(feed)
-        feed.start()
     }
 
     deinit { feed.stop() }
@@ -133,11 +132,4 @@ public struct DownloadGroup {
     }
     /// Cancels each of its downloads that has not completed.
     public func cancel() async throws { for item in items where item.phase != .completed { try await item.cancel() } }
-}
-
-/// A feed an owner on the main actor can stop from its `deinit`.
-final class FeedHandle: Sendable {
-    private let feed = Locked<DownloadsFeed?>(nil)
-    func set(_ f: DownloadsFeed) { feed.withLock { $0 = f } }
-    func stop() { feed.withLock { $0?.stop(); $0 = nil } }
 }

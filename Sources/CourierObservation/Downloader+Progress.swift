@@ -19,7 +19,8 @@ extension Downloader {
         progress.pausingHandler = { [self] in Task { try? await pause(id: id) } }
         progress.resumingHandler = { [self] in Task { try? await resume(id: id) } }
         let weakProgress = WeakProgress(progress)
-        let feed = DownloadsFeed(downloader: self, selection: .ids([id]), maxUpdatesPerSecond: maxUpdatesPerSecond) { update in
+        let feed = DownloadsFeed(downloader: self, selection: .ids([id]), maxUpdatesPerSecond: maxUpdatesPerSecond)
+        feed.start { update in
             guard let progress = weakProgress.value else { return false }
             if update.removed.contains(id) {
                 if !progress.isCancelled { progress.cancel() }
@@ -27,8 +28,7 @@ extension Downloader {
             }
             guard let s = update.all.first else { return true }
             return ProgressMirror.show(s, on: progress)
-        }
-        feed.start()   // it runs until the download completes or goes, or the progress is released
+        }   // it runs until the download completes or goes, or the progress is released
         return progress
     }
 }

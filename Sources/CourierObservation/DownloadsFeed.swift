@@ -23,26 +23,23 @@ public final class DownloadsFeed: Sendable {
     private let downloader: Downloader
     private let selection: DownloadSelection
     private let interval: Duration
-    private let deliver: @Sendable (Update) async -> Bool
     private let task = Locked<Task<Void, Never>?>(nil)
 
-    /// Makes a feed; nothing happens until ``start()``.
-    /// - Parameters:
-    ///   - deliver: called with each update, one at a time, off the main actor (hop there
-    ///     yourself); return `false` to stop the feed (its owner is gone).
-    public init(downloader: Downloader, selection: DownloadSelection = .all, maxUpdatesPerSecond: Double = 10,
-                deliver: @escaping @Sendable (Update) async -> Bool) {
+    /// Makes a feed; nothing happens until ``start(_:)``.
+    public init(downloader: Downloader, selection: DownloadSelection = .all, maxUpdatesPerSecond: Double = 10) {
         self.downloader = downloader
         self.selection = selection
         self.interval = .milliseconds(Int64(1000 / max(0.1, min(maxUpdatesPerSecond, 1000))))
-        self.deliver = deliver
     }
 
-    /// Starts following: the first update comes from the stored records, at once.
-    public func start() {
+    /// Starts following (once; a second call does nothing): the first update comes from the
+    /// stored records, at once.
+    /// - Parameter deliver: called with each update, one at a time, off the main actor (hop
+    ///   there yourself); return `false` to stop the feed (its owner is gone).
+    public func start(_ deliver: @escaping @Sendable (Update) async -> Bool) {
         task.withLock { running in
             guard running == nil else { return }
-            running = Task { [downloader, selection, interval, deliver] in
+            running = Task { [downloader, selection, interval] in
                 await Self.follow(downloader, selection, interval, deliver)
             }
         }
