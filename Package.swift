@@ -150,13 +150,18 @@ let package = Package(
             name: "courier-urlsession",
             dependencies: ["CourierCLI", "Courier", "CourierURLSession", .product(name: "Logging", package: "swift-log")]
         ),
+        // The example app's model (Examples/CourierDownloads), built and tested here on Linux;
+        // its SwiftUI files are type-checked by scripts/examples-check.
+        .target(name: "CourierDownloadsModel",
+                dependencies: ["Courier", "CourierObservation", "CourierURLSession", .product(name: "GRDB", package: "GRDB.swift")],
+                path: "Examples/CourierDownloads/Sources/CourierDownloadsModel"),
         // Helpers the test targets share (not a test target itself).
         .target(name: "CourierTestSupport", dependencies: ["Courier", "CourierCore", "CourierURLSession", .product(name: "HTTPTypes", package: "swift-http-types")], path: "Tests/CourierTestSupport"),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")], exclude: ["Fixtures"]),
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierCore", "CourierOrigin"]),
         .testTarget(name: "CourierMediaTests", dependencies: ["CourierTestSupport", "CourierMedia", "Courier", "CourierCore", "CourierOrigin", "CourierAttachments", "CourierDocuments", "CourierURLSession", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "CourierObservationTests", dependencies: ["CourierTestSupport", "CourierObservation", "Courier", "CourierCore", "CourierOrigin"]),
+        .testTarget(name: "CourierObservationTests", dependencies: ["CourierTestSupport", "CourierObservation", "Courier", "CourierCore", "CourierOrigin", "CourierDownloadsModel"]),
         .testTarget(name: "CourierOriginTests", dependencies: ["CourierOrigin", .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierCLITests", dependencies: ["CourierTestSupport", "Courier", "CourierCore", "CourierCLI", "CourierAttachments", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift")],
                     exclude: ["HelpSnapshots"]),

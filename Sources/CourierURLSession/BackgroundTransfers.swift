@@ -6,17 +6,18 @@ import FoundationNetworking
 import Logging
 
 /// Background transfers: the running downloads handed to the system when the app is about
-/// to be suspended, and what the system fetched adopted by the engine.
+/// to be suspended, and what the system fetched adopted by the engine. An app drives it
+/// through ``AppLifecycle``, which hands off when the scene becomes `.inactive`
+/// (``AppLifecycle/handOffPhase``), takes back at `.active`, recovers at launch and passes
+/// the system's background events on:
 ///
 /// ```swift
 /// // once, at launch (and when iOS relaunches the app for the session's events):
 /// let transfers = BackgroundTransfers(downloader: downloader,
 ///                                     configuration: BackgroundTransfers.backgroundConfiguration(identifier: "app.courier"))
 /// try await transfers.recover()                       // adopt what arrived while the app was gone
-/// // scenePhase == .background:
-/// await transfers.handOffRunning()
-/// // scenePhase == .active again:
-/// await transfers.takeBack()
+/// await transfers.handOffRunning()                    // when the scene becomes .inactive
+/// await transfers.takeBack()                          // .active again
 /// // UIApplicationDelegate.application(_:handleEventsForBackgroundURLSession:completionHandler:):
 /// transfers.systemEventsHandler(completionHandler)      // on the main thread, where UIKit calls it
 /// ```

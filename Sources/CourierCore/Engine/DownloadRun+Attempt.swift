@@ -102,9 +102,11 @@ extension DownloadRun {
         let clock = ContinuousClock()
         let started = clock.now
         var lastPersist = started
-        var lastEvent = started
-        var meter = ProgressMeter()
-        meter.record(bytes: plan.offset, at: 0)
+        let hub = context.hub, id = id
+        let ticker = ProgressTicker(offset: plan.offset, total: plan.totalBytes, interval: config.progressEventInterval) { bytes, speed, left in
+            hub.publish(.progress(DownloadProgress(id: id, bytesReceived: bytes, totalBytes: plan.totalBytes, bytesPerSecond: speed, secondsRemaining: left)))
+        }
+        defer { ticker.stop() }
         var received: Int64 = 0
         let limit = config.maxFileSize
 
@@ -136,15 +138,9 @@ extension DownloadRun {
                     hasher?.update(bufferPointer: raw)
                 }
                 received += n
+                ticker.note(file.logicalLength)
                 try await limiter?.consume(Int(n), activity: activity)
                 let now = clock.now
-                if now - lastEvent >= config.progressEventInterval {
-                    lastEvent = now
-                    let t = (now - started).timeInterval
-                    meter.record(bytes: file.logicalLength, at: t)
-                    context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: file.logicalLength, totalBytes: plan.totalBytes,
-                                                                   bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: plan.totalBytes))))
-                }
                 if now - lastPersist >= config.progressPersistInterval {
                     lastPersist = now
                     try await file.settle()
@@ -174,8 +170,9 @@ extension DownloadRun {
         try await file.settle()
         try file.flush()
         let length = file.logicalLength
+        ticker.stop()
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,
-                                                       bytesPerSecond: meter.bytesPerSecond, secondsRemaining: 0)))
+                                                       bytesPerSecond: 0, secondsRemaining: 0)))
         let whole = (plan.expectedBodyLength.map { received >= $0 } ?? true) && (plan.totalBytes.map { length >= $0 } ?? true)
         if !whole {
             current = try await persist { setPlan(&$0); $0.bytesReceived = length }
