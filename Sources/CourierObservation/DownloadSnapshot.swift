@@ -2,7 +2,7 @@ import CourierCore
 import Foundation
 
 /// One download as a screen shows it: where it stands, its bytes, speed and time left.
-/// A value: ``DownloadList``, the Combine publishers and ``Downloader/progress(for:maxUpdatesPerSecond:)``
+/// A value: ``DownloadList``, the Combine publishers and `Downloader.progress(for:maxUpdatesPerSecond:)`
 /// all build on it, and ``apply(_:)`` is the one rule that turns the engine's events into it.
 public struct DownloadSnapshot: Sendable, Equatable, Identifiable {
     /// Where the download stands, as a screen tells it.

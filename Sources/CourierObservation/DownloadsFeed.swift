@@ -5,7 +5,7 @@ import Foundation
 /// records (a relaunched app shows each bar where it was before any byte arrives), then
 /// coalesced to at most `maxUpdatesPerSecond` updates (10 by default), each carrying every
 /// download of the selection and the ones that changed. ``DownloadList``, its
-/// `ObservableObject` counterpart, the Combine publishers and ``Downloader/progress(for:maxUpdatesPerSecond:)``
+/// `ObservableObject` counterpart, the Combine publishers and `Downloader.progress(for:maxUpdatesPerSecond:)`
 /// are built on it; use it directly for any other UI.
 public final class DownloadsFeed: Sendable {
     /// One update.

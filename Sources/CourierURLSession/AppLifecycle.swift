@@ -60,7 +60,7 @@ public final class AppLifecycle: Sendable {
 
     /// At every launch, and when the system relaunches the app for its background session:
     /// adopts what the system fetched while the app was gone and gives the engine back what
-    /// it lost, then resumes every pending download (``Downloader/start()``). Returns the ids
+    /// it lost, then resumes every pending download (`Downloader.start()`). Returns the ids
     /// the engine picked up.
     @discardableResult
     public func launch() async throws -> [String] {
@@ -68,12 +68,13 @@ public final class AppLifecycle: Sendable {
         return try await downloader.start()
     }
 
-    /// Call on every change of the scene's phase: at ``handOffPhase`` (or `.background`) the
-    /// running downloads go to the system; at `.active` they come back to the engine.
+    /// Call on every change of the scene's phase: at ``handOffPhase`` the running downloads go
+    /// to the system (and at `.background`, for a scene that skips `.inactive`); at `.active`
+    /// they come back to the engine.
     public func sceneDidChange(to phase: Phase) async {
         guard let background else { return }
         switch phase {
-        case Self.handOffPhase, .background:
+        case Self.handOffPhase, .background:   // .background: a scene that skips .inactive
             away.withLock { $0 = true }
             await background.handOffRunning()
         case .active:

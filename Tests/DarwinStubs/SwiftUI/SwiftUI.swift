@@ -120,3 +120,102 @@ extension View {
         nonmutating set {}
     }
 }
+
+// MARK: The example app's (Examples/CourierDownloads) scenes, lists and modifiers
+
+/// `@MainActor @preconcurrency protocol App` with `associatedtype Body: Scene`,
+/// `@SceneBuilder @MainActor @preconcurrency var body: Self.Body { get }` and
+/// `@MainActor @preconcurrency init()`.
+@MainActor @preconcurrency public protocol App {
+    associatedtype Body: Scene
+    @SceneBuilder @MainActor @preconcurrency var body: Self.Body { get }
+    @MainActor @preconcurrency init()
+}
+
+extension App {
+    /// `@MainActor @preconcurrency static func main()`.
+    @MainActor @preconcurrency public static func main() {}
+}
+
+/// `@MainActor @preconcurrency protocol Scene` with `associatedtype Body: Scene` and
+/// `@SceneBuilder @MainActor @preconcurrency var body: Self.Body { get }`.
+@MainActor @preconcurrency public protocol Scene {
+    associatedtype Body: Scene
+    @SceneBuilder @MainActor @preconcurrency var body: Self.Body { get }
+}
+
+extension Never: Scene {}
+
+/// `@resultBuilder struct SceneBuilder`: `static func buildBlock<Content>(_ content: Content) -> Content where Content: Scene`.
+@resultBuilder public struct SceneBuilder {
+    public static func buildBlock<Content: Scene>(_ content: Content) -> Content { fatalError("stub") }
+}
+
+/// `struct WindowGroup<Content> where Content: View`: `init(@ViewBuilder content: () -> Content)`.
+public struct WindowGroup<Content: View>: Scene {
+    public init(@ViewBuilder content: () -> Content) {}
+    public var body: Never { fatalError("stub") }
+}
+
+/// A scene the modifiers below return (Apple's are `some Scene`).
+public struct ModifiedScene: Scene {
+    public var body: Never { fatalError("stub") }
+}
+
+extension Scene {
+    /// `nonisolated func onChange<V>(of value: V, initial: Bool = false, _ action: @escaping (V, V) -> Void) -> some Scene where V: Equatable`
+    /// (iOS 17, macOS 14).
+    nonisolated public func onChange<V: Equatable>(of value: V, initial: Bool = false, _ action: @escaping (V, V) -> Void) -> some Scene { ModifiedScene() }
+}
+
+/// `enum ScenePhase`: `Comparable`, `Hashable`, `Sendable`; cases `background`, `inactive`, `active`.
+public enum ScenePhase: Comparable, Hashable, Sendable {
+    case background, inactive, active
+}
+
+/// `struct EnvironmentValues` with `var scenePhase: ScenePhase { get set }`.
+public struct EnvironmentValues {
+    public var scenePhase: ScenePhase { get { .active } set {} }
+}
+
+/// `@propertyWrapper struct Environment<Value>`: `init(_ keyPath: KeyPath<EnvironmentValues, Value>)`,
+/// `var wrappedValue: Value { get }`.
+@propertyWrapper public struct Environment<Value> {
+    public init(_ keyPath: KeyPath<EnvironmentValues, Value>) {}
+    public var wrappedValue: Value { fatalError("stub") }
+}
+
+/// `struct ForEach<Data, ID, Content> where Data: RandomAccessCollection, ID: Hashable`.
+public struct ForEach<Data: RandomAccessCollection, ID: Hashable, Content>: View {
+    public var body: Never { fatalError("stub") }
+}
+
+/// `struct List<SelectionValue, Content> where SelectionValue: Hashable, Content: View`:
+/// `init<Data, RowContent>(_ data: Data, rowContent: @escaping (Data.Element) -> RowContent)
+/// where Content == ForEach<Data, Data.Element.ID, RowContent>, Data: RandomAccessCollection,
+/// RowContent: View, Data.Element: Identifiable` (with `SelectionValue == Never`; Apple marks
+/// `rowContent` with its `@ContentBuilder`, a `ViewBuilder` here).
+public struct List<SelectionValue: Hashable, Content: View>: View {
+    public init<Data: RandomAccessCollection, RowContent: View>(_ data: Data, @ViewBuilder rowContent: @escaping (Data.Element) -> RowContent)
+        where Content == ForEach<Data, Data.Element.ID, RowContent>, Data.Element: Identifiable, SelectionValue == Never {}
+    public var body: Never { fatalError("stub") }
+}
+
+extension View {
+    /// `nonisolated func disabled(_ disabled: Bool) -> some View`.
+    nonisolated public func disabled(_ disabled: Bool) -> some View { ModifiedView() }
+}
+
+#if canImport(UIKit)
+import UIKit
+
+/// `@MainActor @preconcurrency @propertyWrapper struct UIApplicationDelegateAdaptor<DelegateType>
+/// where DelegateType: NSObject, DelegateType: UIApplicationDelegate`:
+/// `@MainActor @preconcurrency init(_ delegateType: DelegateType.Type = DelegateType.self)`,
+/// `@MainActor @preconcurrency var wrappedValue: DelegateType { get }`.
+@MainActor @preconcurrency @propertyWrapper
+public struct UIApplicationDelegateAdaptor<DelegateType: NSObject & UIApplicationDelegate> {
+    @MainActor @preconcurrency public init(_ delegateType: DelegateType.Type = DelegateType.self) {}
+    @MainActor @preconcurrency public var wrappedValue: DelegateType { fatalError("stub") }
+}
+#endif
