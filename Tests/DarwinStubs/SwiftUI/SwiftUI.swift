@@ -146,14 +146,16 @@ extension App {
 
 extension Never: Scene {}
 
-/// `@resultBuilder struct SceneBuilder`: `static func buildBlock<Content>(_ content: Content) -> Content where Content: Scene`.
+/// `@resultBuilder struct SceneBuilder`: Apple's `buildBlock<each Content>(_ content: repeat each Content) -> some Scene
+/// where repeat each Content: Scene`, here for one scene only (what the example has; more is refused, never wrongly accepted).
 @resultBuilder public struct SceneBuilder {
     public static func buildBlock<Content: Scene>(_ content: Content) -> Content { fatalError("stub") }
 }
 
-/// `struct WindowGroup<Content> where Content: View`: `init(@ViewBuilder content: () -> Content)`.
+/// `struct WindowGroup<Content> where Content: View`: `nonisolated init(@ContentBuilder content: () -> Content)`
+/// (a `ViewBuilder` here).
 public struct WindowGroup<Content: View>: Scene {
-    public init(@ViewBuilder content: () -> Content) {}
+    nonisolated public init(@ViewBuilder content: () -> Content) {}
     public var body: Never { fatalError("stub") }
 }
 
@@ -165,6 +167,7 @@ public struct ModifiedScene: Scene {
 extension Scene {
     /// `nonisolated func onChange<V>(of value: V, initial: Bool = false, _ action: @escaping (V, V) -> Void) -> some Scene where V: Equatable`
     /// (iOS 17, macOS 14).
+    @available(iOS 17.0, macOS 14.0, tvOS 17.0, watchOS 10.0, *)
     nonisolated public func onChange<V: Equatable>(of value: V, initial: Bool = false, _ action: @escaping (V, V) -> Void) -> some Scene { ModifiedScene() }
 }
 
@@ -196,7 +199,7 @@ public struct ForEach<Data: RandomAccessCollection, ID: Hashable, Content>: View
 /// RowContent: View, Data.Element: Identifiable` (with `SelectionValue == Never`; Apple marks
 /// `rowContent` with its `@ContentBuilder`, a `ViewBuilder` here).
 public struct List<SelectionValue: Hashable, Content: View>: View {
-    public init<Data: RandomAccessCollection, RowContent: View>(_ data: Data, @ViewBuilder rowContent: @escaping (Data.Element) -> RowContent)
+    nonisolated public init<Data: RandomAccessCollection, RowContent: View>(_ data: Data, @ViewBuilder rowContent: @escaping (Data.Element) -> RowContent)
         where Content == ForEach<Data, Data.Element.ID, RowContent>, Data.Element: Identifiable, SelectionValue == Never {}
     public var body: Never { fatalError("stub") }
 }

@@ -9,11 +9,8 @@
 
 /// `@MainActor protocol UIApplicationDelegate: NSObjectProtocol`, with
 /// `optional func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String, completionHandler: @escaping () -> Void)`
-/// (optional requirements need @objc, which Linux lacks: a default implementation stands in).
+/// (optional requirements need @objc, which Linux lacks: here it is required, so a delegate
+/// whose method is misspelled does not type-check; every delegate checked here implements it).
 @MainActor public protocol UIApplicationDelegate: NSObjectProtocol {
     func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String, completionHandler: @escaping () -> Void)
-}
-
-extension UIApplicationDelegate {
-    public func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String, completionHandler: @escaping () -> Void) {}
 }

@@ -58,10 +58,8 @@ struct CourierDownloadsApp: App {
 final class AppDelegate: NSObject, UIApplicationDelegate {
     func application(_ application: UIApplication, handleEventsForBackgroundURLSession identifier: String,
                      completionHandler: @escaping () -> Void) {
-        MainActor.assumeIsolated {
-            if !AppTransfers.shared.lifecycle.handleEvents(forBackgroundURLSession: identifier, completionHandler: completionHandler) {
-                completionHandler()
-            }
+        if !AppTransfers.shared.lifecycle.handleEvents(forBackgroundURLSession: identifier, completionHandler: completionHandler) {
+            completionHandler()
         }
     }
 }
