@@ -102,11 +102,8 @@ extension DownloadRun {
         let clock = ContinuousClock()
         let started = clock.now
         var lastPersist = started
-        let hub = context.hub, id = id
-        let ticker = ProgressTicker(offset: plan.offset, total: plan.totalBytes, interval: config.progressEventInterval) { bytes, speed, left in
-            hub.publish(.progress(DownloadProgress(id: id, bytesReceived: bytes, totalBytes: plan.totalBytes, bytesPerSecond: speed, secondsRemaining: left)))
-        }
-        defer { ticker.stop() }
+        let ticker = context.ticker.start(id: id, offset: plan.offset, total: plan.totalBytes)
+        defer { context.ticker.stop(ticker) }
         var received: Int64 = 0
         let limit = config.maxFileSize
 
@@ -170,7 +167,7 @@ extension DownloadRun {
         try await file.settle()
         try file.flush()
         let length = file.logicalLength
-        ticker.stop()
+        context.ticker.stop(ticker)
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,
                                                        bytesPerSecond: 0, secondsRemaining: 0)))
         let whole = (plan.expectedBodyLength.map { received >= $0 } ?? true) && (plan.totalBytes.map { length >= $0 } ?? true)

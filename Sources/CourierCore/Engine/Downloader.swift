@@ -78,8 +78,10 @@ public actor Downloader {
     package init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: any HTTPTransport, owningTransport: Bool,
                  urlRefresher: (any URLRefreshing)?, requestAuthorizer: (any RequestAuthorizing)?, logger: Logger) {
         self.ownsTransport = owningTransport
+        let hub = EventHub()
         self.context = EngineContext(configuration: configuration, database: database, transport: transport,
-                                     refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: EventHub(),
+                                     refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: hub,
+                                     ticker: ProgressTicker(hub: hub, interval: configuration.progressEventInterval),
                                      owner: LeaseOwner.make())
     }
 

@@ -16,6 +16,8 @@ struct EngineContext: Sendable {
     let completionHooks = CompletionHooks()
     let logger: Logger
     let hub: EventHub
+    /// Publishes single-stream progress, trailing edge included (one task for all runs).
+    let ticker: ProgressTicker
     /// This downloader's lease owner id.
     let owner: LeaseOwner
 
