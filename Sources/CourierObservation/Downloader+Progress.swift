@@ -15,9 +15,11 @@ extension Downloader {
         progress.setUserInfoObject(Progress.FileOperationKind.downloading, forKey: .fileOperationKindKey)
         progress.isCancellable = true
         progress.isPausable = true
-        progress.cancellationHandler = { [self] in Task { try? await cancel(id: id) } }
-        progress.pausingHandler = { [self] in Task { try? await pause(id: id) } }
-        progress.resumingHandler = { [self] in Task { try? await resume(id: id) } }
+        // A Progress has no way to report an error: a refused cancel, pause or resume shows as
+        // the download's own state, which the progress goes on following.
+        progress.cancellationHandler = { [self] in Task { try? await cancel(id: id) } }   // see above: no error channel
+        progress.pausingHandler = { [self] in Task { try? await pause(id: id) } }   // see above: no error channel
+        progress.resumingHandler = { [self] in Task { try? await resume(id: id) } }   // see above: no error channel
         let weakProgress = WeakProgress(progress)
         let feed = DownloadsFeed(downloader: self, selection: .ids([id]), maxUpdatesPerSecond: maxUpdatesPerSecond)
         feed.start { update in
@@ -27,7 +29,7 @@ extension Downloader {
                 return false
             }
             guard let s = update.all.first else { return true }
-            return ProgressMirror.show(s, on: progress)
+            return ProgressMirror.show(s, on: progress, after: weakProgress.swapPhase(s.phase))
         }   // it runs until the download completes or goes, or the progress is released
         return progress
     }
@@ -35,21 +37,29 @@ extension Downloader {
 
 /// How a snapshot shows on a `Progress`.
 enum ProgressMirror {
-    /// Updates `progress`; `false` once nothing more will change (completed).
-    static func show(_ s: DownloadSnapshot, on progress: Progress) -> Bool {
+    /// Updates `progress`; `false` once nothing more will change (completed). `previous`: the
+    /// phase of the update before, so a pause or resume made elsewhere is mirrored when it
+    /// happens, never against one the app just asked for through the progress.
+    static func show(_ s: DownloadSnapshot, on progress: Progress, after previous: DownloadSnapshot.Phase?) -> Bool {
         if let total = s.totalBytes, progress.totalUnitCount != total { progress.totalUnitCount = total }
         progress.completedUnitCount = s.phase == .completed ? max(s.bytesReceived, progress.totalUnitCount) : s.bytesReceived
         progress.setUserInfoObject(s.bytesPerSecond > 0 ? NSNumber(value: Int(s.bytesPerSecond)) : nil, forKey: .throughputKey)
         progress.setUserInfoObject(s.secondsRemaining.map { NSNumber(value: $0) }, forKey: .estimatedTimeRemainingKey)
         // A pause or resume made elsewhere; the handlers it calls find the download there already.
-        if s.phase == .paused, !progress.isPaused { progress.pause() }
-        if s.isActive, progress.isPaused { progress.resume() }
+        let wasPaused = previous == .paused
+        if s.phase == .paused, !wasPaused, !progress.isPaused { progress.pause() }
+        if s.isActive, wasPaused, progress.isPaused { progress.resume() }
         return s.phase != .completed
     }
 }
 
-/// The progress a feed updates, held weakly: the app owns it.
-final class WeakProgress: @unchecked Sendable {   // a weak reference, set once; reading it is thread-safe
+/// The progress a feed updates, held weakly (the app owns it), and the phase it last showed.
+final class WeakProgress: @unchecked Sendable {   // a weak reference, set once (reading it is thread-safe); the phase is locked
     weak var value: Progress?
+    private let phase = Locked<DownloadSnapshot.Phase?>(nil)
     init(_ progress: Progress) { value = progress }
+    /// Records `new` and returns the phase before it.
+    func swapPhase(_ new: DownloadSnapshot.Phase) -> DownloadSnapshot.Phase? {
+        phase.withLock { old in defer { old = new }; return old }
+    }
 }

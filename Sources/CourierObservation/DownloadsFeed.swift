@@ -63,7 +63,7 @@ public final class DownloadsFeed: Sendable {
             group.addTask {
                 for await event in events {
                     if state.withLock({ $0.apply(event) }) == .needsRecord,
-                       let record = try? await downloader.record(id: event.id) {
+                       let record = try? await downloader.record(id: event.id) {   // unreadable: skipped; its next event asks again
                         state.withLock { s in if s.insert(record) { _ = s.apply(event) } }
                     }
                     kick.yield()

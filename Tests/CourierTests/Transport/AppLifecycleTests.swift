@@ -20,6 +20,7 @@ import Testing
         fx.origin.setFault(hang, for: "/f.bin")
         await lifecycle.sceneDidChange(to: phase)
         #expect(try await lifecycle.downloader.record(id: "x")?.state == .handedOff)
+        #expect(try await eventually { fx.origin.requests.count == 2 })   // the task's request is at the origin, hanging
         return data
     }
 
