@@ -1,0 +1,47 @@
+import CourierCore
+import CourierOrigin
+import Foundation
+import Testing
+
+/// Issue 31: what a new user met in an hour with the CLI, each through the built binary.
+@Suite(.serialized) struct NewUserCLITests {
+    /// Point 1: a URL whose path cannot be sent as written (`%FF` is not UTF-8) was sent as
+    /// `GET /` and the root page saved with exit 0. Now: E_INVALID_URL, exit 64, no request.
+    @Test func aURLThatCannotBeSentAsWrittenIsRefusedWithoutARequest() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try w.serve("hello.txt", size: 100)
+        let target = w.out.appendingPathComponent("t.txt")
+        let r = try await CLITests.run(["get", w.origin.url("/a%FFb/hello.txt"), "-o", target.path, "--db", w.db])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("E_INVALID_URL"))
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+        #expect(w.origin.requests.isEmpty)
+    }
+
+    /// Point 2: a port above 65535 crashed the CLI (SIGILL), and the record it left crashed
+    /// every later `resume --all`. Now: exit 64 with E_INVALID_URL and no record; a stored
+    /// record that cannot be run fails with its code.
+    @Test func aPortPast65535IsABadURLAndAStoredOneFailsWithItsCode() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let target = w.out.appendingPathComponent("x.bin")
+        let r = try await CLITests.run(["get", "http://127.0.0.1:99999/x", "-o", target.path, "--db", w.db])
+        #expect(r.status == 64, "\(r.stderr)")
+        #expect(r.stderr.contains("E_INVALID_URL") && r.stderr.contains("65535"))
+        let stored = FileManager.default.fileExists(atPath: w.db) ? try await CourierDatabase(path: w.db).allRecords() : []
+        #expect(stored.isEmpty)
+
+        // A record stored by an older build (or another tool) with such a URL.
+        let database = try CourierDatabase(path: w.db)
+        try await database.save(DownloadRecord(id: "old", remoteUrl: "http://127.0.0.1:99999/x", localFinalPath: String(target.path.dropFirst()),
+                                                partialPath: String(target.path.dropFirst()) + ".partial"))
+        let again = try await CLITests.run(["resume", "--all", "--db", w.db])
+        #expect(again.status == 64, "status \(again.status): \(again.stderr)")   // a code, not a signal
+        #expect(again.stderr.contains("E_INVALID_URL"))
+        let record = try #require(try await database.record(id: "old"))
+        #expect(record.state == .failed && record.lastError?.code == .invalidURL)
+        let third = try await CLITests.run(["resume", "--all", "--db", w.db])
+        #expect(third.status == 64, "\(third.stderr)")   // the next one too: the queue is not poisoned
+    }
+}

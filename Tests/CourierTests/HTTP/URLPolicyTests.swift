@@ -1,0 +1,35 @@
+import Foundation
+import Testing
+@testable import CourierCore
+
+/// URLs that cannot be sent as written are refused (issue 31, points 1 and 2): never another
+/// request, never a crash.
+@Suite struct URLPolicyTests {
+    @Test(arguments: [
+        "http://127.0.0.1:99999/x",                 // crashed the CLI (and every later resume)
+        "http://127.0.0.1:0/x",
+        "http://example.com:65536/",
+        "http://example.com:123456789012345678901/",   // Foundation reads it as no port: 80
+        "http://example.com:8o/",
+        "http://user:pw@example.com:70000/",
+        "http://[::1]:99999/",
+        "http://example.com/a%FFb/hello.txt",       // was sent as GET /
+        "http://example.com/%C3/x",
+    ])
+    func refused(_ text: String) {
+        let code = (try? URLPolicy.validate(text)).map { _ in "accepted" } ?? (catchCode { try URLPolicy.validate(text) })
+        #expect(code == "E_INVALID_URL", "\(text)")
+    }
+
+    @Test(arguments: [
+        "http://127.0.0.1:65535/x", "http://example.com:/x", "http://example.com/a%C3%A9b", "https://[::1]:8443/f",
+        "http://user:pa:ss@example.com/x", "http://example.com/x?q=%FF",   // a query is sent as written by both stacks
+    ])
+    func accepted(_ text: String) throws {
+        _ = try URLPolicy.validate(text)
+    }
+
+    private func catchCode(_ body: () throws -> URL) -> String {
+        do { _ = try body(); return "accepted" } catch let e as CourierError { return e.code.rawValue } catch { return "\(error)" }
+    }
+}
