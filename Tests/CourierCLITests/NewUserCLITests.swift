@@ -44,4 +44,49 @@ import Testing
         let third = try await CLITests.run(["resume", "--all", "--db", w.db])
         #expect(third.status == 64, "\(third.stderr)")   // the next one too: the queue is not poisoned
     }
+
+    /// Runs `mount`/`umount` (root, as CI runs); `false` when this machine cannot mount.
+    static func sh(_ args: [String]) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }   // no such tool: the caller skips
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }
+
+    /// Point 5: a 6-byte file on a read-only file system was refused as E_NO_SPACE (the
+    /// 100 MiB reserve) and left paused. Now a read-only target is E_PERMISSION (failed, not
+    /// paused), and the room kept free scales with the file: 6 bytes fit on a 4 MiB disk, 3 MiB
+    /// do not (3 MiB kept beside them).
+    @Test func aReadOnlyTargetIsAPermissionErrorAndTheReserveScalesWithTheFile() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try w.serve("six.txt", size: 6)
+        _ = try w.serve("three.bin", size: 3 << 20)
+        let ro = w.base.appendingPathComponent("ro"), small = w.base.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        guard Self.sh(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", ro.path]) else {
+            print("skipped: this machine cannot mount a tmpfs (not root?)")
+            return
+        }
+        defer { _ = Self.sh(["umount", ro.path]) }
+        guard Self.sh(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", small.path]) else { return print("skipped: cannot mount a tmpfs") }
+        defer { _ = Self.sh(["umount", small.path]) }
+
+        let readOnly = try await CLITests.run(["get", w.origin.url("/six.txt"), "-o", ro.appendingPathComponent("six.txt").path, "--db", w.db])
+        #expect(readOnly.status == 5, "\(readOnly.stderr)")
+        #expect(readOnly.stderr.contains("E_PERMISSION") && readOnly.stderr.contains("read-only"), "\(readOnly.stderr)")
+        #expect(!readOnly.stderr.contains("E_NO_SPACE"))
+        let record = try await CourierDatabase(path: w.db).allRecords().first
+        #expect(record?.state == .failed)   // not paused: no space would ever help it
+
+        let six = try await CLITests.run(["get", w.origin.url("/six.txt"), "-o", small.appendingPathComponent("six.txt").path, "--db", w.db])
+        #expect(six.status == 0, "\(six.stderr)")
+        let three = try await CLITests.run(["get", w.origin.url("/three.bin"), "-o", small.appendingPathComponent("three.bin").path, "--db", w.db])
+        #expect(three.status == 5 && three.stderr.contains("E_NO_SPACE"), "\(three.stderr)")
+    }
 }

@@ -66,12 +66,7 @@ extension DownloadRun {
         if let max = config.maxFileSize, let total = plan.totalBytes, total > max {
             return .fail(CourierError(.bodyTooLong, "the file is \(total) bytes, over the \(max)-byte limit"))
         }
-        if let expected = plan.expectedBodyLength, let available = DiskSpace.available(at: partialURL) {
-            let needed = expected + config.freeSpaceReserve
-            if available < needed {
-                throw CourierError(.noSpace, "not enough free space: \(expected) bytes to come plus a \(config.freeSpaceReserve)-byte reserve, \(available) available")
-            }
-        }
+        try DiskSpace.check(toWrite: plan.expectedBodyLength ?? 0, at: partialURL, reserve: config.freeSpaceReserve)
 
         let file = try PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor

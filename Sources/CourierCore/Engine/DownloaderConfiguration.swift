@@ -12,7 +12,9 @@ public struct DownloaderConfiguration: Sendable {
     public var retryPolicy: RetryPolicy = RetryPolicy()
     /// An attempt with no byte for this long is aborted and retried (default 30 s).
     public var idleTimeout: Duration = .seconds(30)
-    /// Free space kept beyond the bytes still to come (default 100 MiB).
+    /// Free space kept beyond the bytes still to come (default 100 MiB) for a large file; a
+    /// smaller one keeps its own size free (at least 1 MiB), so a small file is not refused
+    /// for want of the whole reserve.
     public var freeSpaceReserve: Int64 = 100 << 20
     /// The largest file accepted; a body past it fails with ``CourierError/Code/bodyTooLong``.
     public var maxFileSize: Int64? = nil

@@ -38,9 +38,7 @@ extension DownloadRun {
         let terms = SegmentTerms(total: plan.totalBytes ?? 0, validator: validator)
         let segments = SegmentPlanner.initial(downloadId: id, total: terms.total, connections: record.connections, minSize: config.minSegmentSize)
         let partialURL = context.fileURL(record.partialPath)
-        if let available = DiskSpace.available(at: partialURL), available < terms.total + config.freeSpaceReserve {
-            throw CourierError(.noSpace, "not enough free space: \(terms.total) bytes plus a \(config.freeSpaceReserve)-byte reserve, \(available) available")
-        }
+        try DiskSpace.check(toWrite: terms.total, at: partialURL, reserve: config.freeSpaceReserve)
         // The ranges are recorded before the file is preallocated: a partial of the full
         // length is never on disk without the segments that say what it holds.
         guard try await db.replaceSegments(id: id, with: segments, lease: context.owner, { r in
