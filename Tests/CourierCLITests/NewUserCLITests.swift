@@ -1,5 +1,6 @@
 import CourierCore
 import CourierOrigin
+import CourierTestSupport
 import Foundation
 import Testing
 
@@ -88,5 +89,46 @@ import Testing
         #expect(six.status == 0, "\(six.stderr)")
         let three = try await CLITests.run(["get", w.origin.url("/three.bin"), "-o", small.appendingPathComponent("three.bin").path, "--db", w.db])
         #expect(three.status == 5 && three.stderr.contains("E_NO_SPACE"), "\(three.stderr)")
+    }
+
+    /// Point 7: against a server without range support, "Resuming from 22.4 MiB" was printed,
+    /// then the download started from 0 without a word. Now the restart is said.
+    @Test func aServerThatDoesNotResumeIsSaidWhenTheKeptBytesAreGivenUp() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("f.bin", size: 8 << 20)
+        let target = w.out.appendingPathComponent("f.bin")
+        let args = ["get", w.origin.url("/f.bin"), "-o", target.path, "--db", w.db]
+        func killHalfway() async throws {
+            var stall = Fault(); stall.stallAfterBytes = 3 << 20; stall.times = 1
+            w.origin.setFault(stall, for: "/f.bin")
+            let (p, out, err) = try CLITests.launch(args)
+            let partial = target.path + ".partial"
+            #expect(try await eventually(timeout: .seconds(30)) {
+                ((try? FileManager.default.attributesOfItem(atPath: partial))?[.size] as? Int ?? 0) >= 2 << 20   // nil: not yet made
+            })
+            kill(p.processIdentifier, SIGKILL)
+            _ = await CLITests.finish(p, out, err)
+        }
+
+        // A server that resumes: "Resuming", and no word of starting over.
+        try await killHalfway()
+        w.origin.setFault(nil, for: "/f.bin")
+        let resumed = try await CLITests.run(args)
+        #expect(resumed.status == 0 && resumed.stderr.contains("Resuming f.bin from"), "\(resumed.stderr)")
+        #expect(!resumed.stderr.contains("from its start"), "\(resumed.stderr)")
+        #expect(w.origin.requests.last?.status == 206)
+        try FileManager.default.removeItem(at: target)
+
+        // One that does not: the restart is said.
+        try await killHalfway()
+        var noRanges = Fault(); noRanges.ignoreRange = true
+        w.origin.setFault(noRanges, for: "/f.bin")
+        let again = try await CLITests.run(args)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(again.stderr.contains("Resuming f.bin from"), "\(again.stderr)")
+        #expect(again.stderr.contains("from its start instead of the rest") && again.stderr.contains("downloading it again from 0"), "\(again.stderr)")
+        #expect(try Data(contentsOf: target) == data)
+        #expect(w.origin.requests.last?.range != nil && w.origin.requests.last?.status == 200)
     }
 }

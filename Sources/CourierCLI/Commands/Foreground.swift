@@ -12,7 +12,9 @@ struct Foreground {
     /// Watches `ids` until each completes, fails, or pauses; returns the exit code.
     /// `labels` names each download for people (its file name by default); `note` may add a
     /// word to a completion line ("already up to date").
-    func watch(_ ids: [String], labels: [String: String] = [:], note: @escaping @Sendable (DownloadRecord) -> String? = { _ in nil }) async -> Int32 {
+    /// `kept`: the bytes each download resumes from, as the command saw them before it started.
+    func watch(_ ids: [String], labels: [String: String] = [:], kept: [String: Int64] = [:],
+               note: @escaping @Sendable (DownloadRecord) -> String? = { _ in nil }) async -> Int32 {
         Interrupts.shared.install()
         let downloader = self.downloader
         Interrupts.shared.onInterrupt { Task { for id in ids { try? await downloader.pause(id: id) } } }   // a download that ended meanwhile needs no pause; its final event says so
@@ -20,7 +22,7 @@ struct Foreground {
         var worst = ExitCodes.success
         await withTaskGroup(of: Int32.self) { group in
             for id in ids {
-                group.addTask { await watchOne(id, label: labels[id], note: note) }
+                group.addTask { await watchOne(id, label: labels[id], kept: kept[id] ?? 0, note: note) }
             }
             for await code in group where code != ExitCodes.success {
                 if worst == ExitCodes.success || code == ExitCodes.interrupted { worst = code }
@@ -30,15 +32,24 @@ struct Foreground {
         return worst
     }
 
-    private func watchOne(_ id: String, label given: String?, note: @Sendable (DownloadRecord) -> String?) async -> Int32 {
+    private func watchOne(_ id: String, label given: String?, kept: Int64, note: @Sendable (DownloadRecord) -> String?) async -> Int32 {
         var label = given ?? id
         if given == nil, let record = try? await downloader.record(id: id) { label = Self.label(for: record) }   // a label only: the id serves when the record cannot be read
         var renderer = ProgressRenderer(label: label)
         var lastProgress: DownloadProgress?
+        var held = kept   // the most bytes seen: the kept ones first
+        var running = false   // before the run starts, progress is the stored one
         for await event in downloader.events(for: id) {
             switch event {
             case let .progress(p):
                 lastProgress = p
+                // Kept bytes given up by a run (a server that ignores ranges, or a file that
+                // changed): said, even with -q, never silently started over.
+                if running, p.bytesReceived == 0, held > 0 {
+                    renderer.note("courier: \(label): the server sent the file from its start instead of the rest after \(Format.bytes(held)) "
+                                  + "(it does not resume, or the file changed): downloading it again from 0")
+                }
+                if p.bytesReceived > 0 { held = max(held, p.bytesReceived) } else if running { held = 0 }
                 if !quiet { renderer.show(p) }
             case let .retrying(_, attempt, limit, error, delay):
                 // Always shown, even with -q: a retry is not progress, it is news.
@@ -75,6 +86,8 @@ struct Foreground {
             case .ended(_, .shutDown):
                 renderer.finish()
                 return Interrupts.shared.isSet ? ExitCodes.interrupted : ExitCodes.failure
+            case .stateChanged(_, .downloading, _):
+                running = true
             case .stateChanged:
                 continue
             }

@@ -127,17 +127,22 @@ struct Get: AsyncParsableCommand {
                                         requestAuthorizer: headerPairs.isEmpty ? nil : StaticHeaders(headerPairs), logger: makeLogger(verbose: verbose))
             try await engine.registerChaosAppRows(on: downloader)
             let recovered = try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first
-            var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:]
+            var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:], kept: [String: Int64] = [:]
             for (url, path) in targets {
                 let relative = String(path.dropFirst())   // the CLI's root is "/"
                 let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: path)
                 // A finished download fetched again is revalidated: the server's current file
                 // for this URL, or one conditional request and "already up to date".
                 if !recovered.contains(id) { before[id] = FileIdentity(path: path) }
+                // The partial's real length, read before the engine can touch it: what resumes
+                // (the record may lag it by a second).
+                let onDisk = PartialFile.length(at: URL(fileURLWithPath: path + ".partial"))
                 let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
                                                                           connections: connections, revalidate: !recovered.contains(id)))
                 let name = URL(fileURLWithPath: path).lastPathComponent
-                if !quiet, record.bytesReceived > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(record.bytesReceived)).") }
+                let resumed = record.state == .completed ? 0 : max(record.bytesReceived, onDisk)
+                if !quiet, resumed > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(resumed)).") }
+                if resumed > 0 { kept[id] = resumed }
                 ids.append(id)
                 labels[id] = name
             }
@@ -146,7 +151,7 @@ struct Get: AsyncParsableCommand {
             if let transfers, let handOffAt {
                 for id in ids { _ = HandOffs.handOff(id, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers) }
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids, labels: labels) { done in
+            let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids, labels: labels, kept: kept) { done in
                 // A 304 leaves the very file that was there (same inode); a new version was renamed over it.
                 unchanged[done.id].map { $0 == FileIdentity(path: "/" + done.localFinalPath) } == true ? "already up to date" : nil
             }
