@@ -131,4 +131,51 @@ import Testing
         #expect(try Data(contentsOf: target) == data)
         #expect(w.origin.requests.last?.range != nil && w.origin.requests.last?.status == 200)
     }
+
+    /// Point 4: raw NSError dumps behind codes. `-o -` into a reader that stops (`| head`)
+    /// stops quietly (exit 141, as SIGPIPE would); a folder that cannot be made is
+    /// E_PERMISSION with words; a file name that is not UTF-8 is named as such, not E_FNF.
+    @Test func aClosedPipeADeniedFolderAndANameThatIsNotUTF8EachGetTheirCodeInWords() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try w.serve("big.bin", size: 8 << 20)
+
+        // `courier get URL -o - | head -c 10`
+        let (p, out, err) = try CLITests.launch(["get", w.origin.url("/big.bin"), "-o", "-"])
+        let first = out.fileHandleForReading.readData(ofLength: 10)
+        try out.fileHandleForReading.close()
+        p.waitUntilExit()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(first.count == 10)
+        #expect(p.terminationStatus == 141, "\(p.terminationStatus): \(stderr)")
+        #expect(!stderr.contains("Error Domain") && !stderr.contains("E_NETWORK"), "\(stderr)")
+
+        // A folder on a read-only file system: for -d, and for --db.
+        let ro = w.base.appendingPathComponent("ro")
+        try FileManager.default.createDirectory(at: ro, withIntermediateDirectories: true)
+        if Self.sh(["mount", "-t", "tmpfs", "-o", "size=1m,ro", "tmpfs", ro.path]) {
+            defer { _ = Self.sh(["umount", ro.path]) }
+            let dir = try await CLITests.run(["get", w.origin.url("/big.bin"), "-d", ro.appendingPathComponent("sub").path, "--db", w.db])
+            #expect(dir.status == 5 && dir.stderr.contains("E_PERMISSION") && !dir.stderr.contains("Error Domain"), "\(dir.stderr)")
+            let db = try await CLITests.run(["get", w.origin.url("/big.bin"), "-o", w.out.appendingPathComponent("b.bin").path,
+                                             "--db", ro.appendingPathComponent("sub/c.sqlite").path])
+            #expect(db.status == 5 && db.stderr.contains("E_PERMISSION") && !db.stderr.contains("Error Domain"), "\(db.stderr)")
+        } else {
+            print("skipped the read-only folder: this machine cannot mount a tmpfs")
+        }
+
+        // A file whose name is not UTF-8 (the byte 0xFF), given to `put`.
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.currentDirectoryURL = w.out
+        shell.arguments = ["-c", "printf x > \"$(printf 'n\\377.bin')\" && exec \"$0\" put \"$(printf 'n\\377.bin')\" " + w.origin.url("/up/n.bin") + " --db " + w.db, CLITests.binary]
+        let shellErr = Pipe()
+        shell.standardError = shellErr
+        shell.standardOutput = FileHandle.nullDevice
+        try shell.run()
+        shell.waitUntilExit()
+        let said = String(decoding: shellErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(shell.terminationStatus == 64, "\(shell.terminationStatus): \(said)")
+        #expect(said.contains("E_INVALID_PATH") && said.contains("not UTF-8"), "\(said)")
+    }
 }

@@ -28,7 +28,12 @@ struct StreamToStdout {
                     for try await buffer in response.body {
                         let data = buffer.withUnsafeBytes { Data($0) }
                         hasher.update(data: data)
-                        try out.write(contentsOf: data)
+                        do { try out.write(contentsOf: data) } catch {
+                            // The reader went away (`| head`): stop quietly, as a process that
+                            // SIGPIPE ends does; any other failure is a file error with its code.
+                            if Self.isClosedPipe(error) { return ExitCodes.pipeClosed }
+                            throw FileErrors.error(error, "write to", URL(fileURLWithPath: "/dev/stdout"), .write)
+                        }
                     }
                     if let expected {
                         let actual = SHA256Hex.hex(hasher.finalize())
@@ -50,8 +55,16 @@ struct StreamToStdout {
             Terminal.error("courier: \(error.code.rawValue): \(error.message)")
             return ExitCodes.code(for: error.code)
         } catch {
-            Terminal.error("courier: E_NETWORK: \(Redactor.redact(String(describing: error)))")
+            Terminal.error("courier: E_NETWORK: \(Redactor.redact(FileErrors.describe(error)))")
             return ExitCodes.network
         }
+    }
+
+    /// Whether writing failed because the pipe's reader closed it (EPIPE, however wrapped).
+    static func isClosedPipe(_ error: any Error) -> Bool {
+        let ns = error as NSError
+        if ns.domain == NSPOSIXErrorDomain, ns.code == Int(EPIPE) { return true }
+        if let inner = ns.userInfo[NSUnderlyingErrorKey] as? NSError, inner.domain == NSPOSIXErrorDomain, inner.code == Int(EPIPE) { return true }
+        return ns.domain == NSCocoaErrorDomain && ns.code == 512 && "\(ns)".contains("Broken pipe")   // Linux's Foundation names it only in words
     }
 }

@@ -14,10 +14,11 @@ enum ExitCodes {
     static let leased: Int32 = 7
     static let usage: Int32 = 64
     static let interrupted: Int32 = 130
+    static let pipeClosed: Int32 = 141
 
     static let table = """
           0    success
-          1    other failure (E_DATABASE, E_INVALID_STATE, E_CONFLICT, E_UNEXPECTED)
+          1    other failure (E_DATABASE, E_INVALID_STATE, E_CONFLICT, E_COMPLETION_HOOK, E_UNEXPECTED)
           3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG, E_NOT_MEDIA)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING)
@@ -25,6 +26,7 @@ enum ExitCodes {
           7    the download is running in another process (E_LEASED)
          64    usage error (bad flags, invalid URL, path or id; E_URL_NEEDED: give the URL again)
         130    interrupted: the download is paused and resumes on the next run
+        141    -o -: the reader closed standard output (`| head`), as SIGPIPE ends a process
         """
 
     /// The exit code for an error code.

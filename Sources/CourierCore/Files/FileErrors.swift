@@ -31,6 +31,29 @@ package enum FileErrors {
         let posix = (ns.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil }
             ?? (ns.domain == NSPOSIXErrorDomain ? Int32(ns.code) : nil)
         if let posix { return self.error(posix, operation, url, access) }
+        if ns.domain == NSCocoaErrorDomain, let posix = cocoaAsPOSIX[ns.code] { return self.error(posix, operation, url, access) }
         return CourierError(access == .read ? .readFailed : .writeFailed, "cannot \(operation) \(url.lastPathComponent)", underlying: error)
+    }
+
+    /// Foundation's file error codes (NSFileNoSuchFileError …) that carry no POSIX error on
+    /// Linux, as the POSIX error they stand for: a denied `mkdir` is a permission error with
+    /// words, not `Error Domain=NSCocoaErrorDomain Code=513`.
+    static let cocoaAsPOSIX: [Int: Int32] = [
+        4: ENOENT, 260: ENOENT,        // NSFileNoSuchFileError, NSFileReadNoSuchFileError
+        257: EACCES, 513: EACCES,      // NSFileReadNoPermissionError, NSFileWriteNoPermissionError
+        640: ENOSPC,                   // NSFileWriteOutOfSpaceError
+        642: EROFS,                    // NSFileWriteVolumeReadOnlyError
+    ]
+
+    /// The words of any error for a person: a Courier error as it is, a Foundation file error
+    /// as its code, anything else by its localized description (never a raw `NSError` dump).
+    package static func describe(_ error: any Error) -> String {
+        if let courier = error as? CourierError { return courier.description }
+        let ns = error as NSError
+        if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain {
+            let posix = ns.domain == NSPOSIXErrorDomain ? Int32(ns.code) : cocoaAsPOSIX[ns.code]
+            if let posix { return self.error(posix, "finish", URL(fileURLWithPath: "/"), .write).code.rawValue + ": " + String(cString: strerror(posix)) }
+        }
+        return ns.localizedDescription
     }
 }

@@ -23,8 +23,13 @@ public struct CourierDatabase: Sendable {
     /// Opens (creating it and its directory if needed) a database file of Courier's own, in
     /// WAL mode with a busy timeout, so a second process waits instead of failing.
     public init(path: String) throws {
+        let folder = (path as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        } catch {
+            throw FileErrors.error(error, "make the database's folder", URL(fileURLWithPath: folder), .write)
+        }
+        do {
             var config = Configuration()
             config.busyMode = .timeout(10)
             // WAL with synchronous=NORMAL: a commit no longer waits for an fsync of the WAL.
