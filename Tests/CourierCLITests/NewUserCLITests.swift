@@ -178,4 +178,16 @@ import Testing
         #expect(shell.terminationStatus == 64, "\(shell.terminationStatus): \(said)")
         #expect(said.contains("E_INVALID_PATH") && said.contains("not UTF-8"), "\(said)")
     }
+
+    /// Point 6 (in part): `attachments sync` hid why an attachment stays pending (only `-v`
+    /// said it). Now each pending one is named with its last error's code and words.
+    @Test func attachmentsSyncSaysWhyEachPendingOneIsPending() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let (db, _) = try await AttachmentsCLITests.device(w.base.appendingPathComponent("device"), referencing: ["photo-1"])
+        let r = try await CLITests.run(["attachments", "sync", "--db", db, "--remote", w.origin.url("/att"),
+                                        "--watch-sql", "SELECT photo_id FROM checklists", "--watch-extension", "jpg"])
+        #expect(r.status == 3, "\(r.stderr)")
+        #expect(r.stderr.contains("photo-1") && r.stderr.contains("QUEUED_DOWNLOAD") && r.stderr.contains("E_HTTP_4XX"), "\(r.stderr)")
+    }
 }

@@ -127,6 +127,18 @@ import Glibc
         #expect(patches.reduce(Int64(0)) { $0 + $1.received } <= Int64(Self.size) + (8 << 20), "\(patches)")
     }
 
+    /// Issue 31 point 6 (in part): `put` to a bucket that does not exist exited 1 with
+    /// cut-off XML. Now: the S3 error's code and message in words, exit 3 (the remote refused).
+    @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
+    func aMissingBucketIsSaidInWords() async throws {
+        let dir = temporaryFolder("courier-put-nobucket")
+        let (file, _) = try Self.file(dir, "a.bin", size: 1000)
+        let r = try await CLITests.run(["put", file.path, "s3://no-such-bucket-\(UUID().uuidString.prefix(8).lowercased())/a.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)",
+                                        "--db", dir.appendingPathComponent("courier.sqlite").path], environment: aws)
+        #expect(r.status == 3, "\(r.status): \(r.stderr)")
+        #expect(r.stderr.contains("NoSuchBucket") && !r.stderr.contains("<"), "\(r.stderr)")
+    }
+
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func aFileChangedBetweenKillAndResumeIsUploadedWhole() async throws {
         let dir = temporaryFolder("courier-put-changed")

@@ -24,6 +24,7 @@ extension AttachmentQueue {
             try await engineDatabase.deleteUpload(id: upload.id)   // owed no more: the sweep aborts their parts
         }
         failures.removeAll()
+        lastErrors.removeAll()
         notBefore.removeAll()
         lastWatchedIDs = nil
         do { try localStorage.removeAll() } catch {

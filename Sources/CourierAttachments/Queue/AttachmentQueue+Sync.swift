@@ -83,8 +83,10 @@ extension AttachmentQueue {
         guard let error else {
             failures[attachment.id] = nil
             notBefore[attachment.id] = nil
+            lastErrors[attachment.id] = nil
             return
         }
+        lastErrors[attachment.id] = error as? CourierError ?? CourierError(.unexpected, Redactor.redact(String(describing: error)), underlying: error)
         logger.warning("attachment \(attachment.id) \(attachment.state) failed: \(Redactor.redact(String(describing: error)))")
         var retry = true
         if let errorHandler {
@@ -100,6 +102,7 @@ extension AttachmentQueue {
         if !retry {
             failures[attachment.id] = nil
             notBefore[attachment.id] = nil
+            lastErrors[attachment.id] = nil
             let table = self.table
             var archived = attachment
             archived.state = .archived

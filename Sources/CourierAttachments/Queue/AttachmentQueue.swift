@@ -40,6 +40,8 @@ public actor AttachmentQueue {
     var background: [Task<Void, Never>] = []
     var wakeTask: Task<Void, Never>?
     var failures: [String: Int] = [:]
+    /// The last failure of each attachment still owed a transfer (cleared by a success).
+    var lastErrors: [String: CourierError] = [:]
     var notBefore: [String: ContinuousClock.Instant] = [:]
     /// The ids of the last watched set (``reconcile(_:)``); re-applied after each pass so an
     /// upload that finishes for an id no longer watched is archived at once.
@@ -200,6 +202,10 @@ public actor AttachmentQueue {
     /// Failures in a row per attachment id (for tests and diagnostics); a success and
     /// ``notifyNetworkAvailable()`` reset them.
     public var failureCounts: [String: Int] { failures }
+
+    /// Why each attachment still queued is: its last transfer's error, as a code with words
+    /// (a success, an archive and ``clearQueue()`` forget it). What `attachments sync` prints.
+    public var pendingReasons: [String: CourierError] { lastErrors }
 
     static func downloadID(_ attachmentID: String) -> String { "attachment:" + attachmentID }
 }

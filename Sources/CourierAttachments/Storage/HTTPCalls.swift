@@ -29,7 +29,28 @@ enum HTTPCalls {
         // backoff. Anything else is the storage's answer and stands.
         let code: CourierError.Code = status == 404 ? .remoteNotFound : status == 408 ? .timeout
             : (status >= 500 || status == 429) ? .httpServerError : .remoteStorage
-        return CourierError(code, "\(what) failed: \(status) \(ResponseDisposition.reasonPhrase(status)) \(body.prefix(300))", httpStatus: status)
+        return CourierError(code, "\(what) failed: \(status) \(ResponseDisposition.reasonPhrase(status))\(explanation(body))", httpStatus: status)
+    }
+
+    /// What an error reply's body says, in words: an S3-style `<Error>`'s code and message
+    /// (`NoSuchBucket: The specified bucket does not exist`), else its text without markup,
+    /// shortened with an ellipsis, never cut-off XML.
+    static func explanation(_ body: String) -> String {
+        func element(_ name: String) -> String? {
+            guard let open = body.range(of: "<\(name)>"), let close = body.range(of: "</\(name)>", range: open.upperBound..<body.endIndex) else { return nil }
+            let text = body[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+            return text.isEmpty ? nil : String(text.prefix(300))
+        }
+        if let code = element("Code") {
+            return ": " + code + (element("Message").map { ": " + $0 } ?? "")
+        }
+        var text = "", inTag = false
+        for c in body {
+            if c == "<" { inTag = true; text.append(" ") } else if c == ">" { inTag = false } else if !inTag { text.append(c) }
+        }
+        let words = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        guard !words.isEmpty else { return "" }
+        return ": " + (words.count > 300 ? words.prefix(300) + "…" : words)
     }
 
     /// A file's size, `E_FNF` when it is missing.

@@ -143,6 +143,7 @@ struct Attachments: AsyncParsableCommand {
                 try await queue.startSync()
                 await queue.sync()
                 await queue.stopSync()
+                let reasons = await queue.pendingReasons
                 try await queue.remoteStorage.shutdown()
                 let all = try await queue.attachments()
                 var counts: [AttachmentState: Int] = [:]
@@ -150,6 +151,12 @@ struct Attachments: AsyncParsableCommand {
                 Terminal.out(AttachmentState.allCases.map { "\($0): \(counts[$0] ?? 0)" }.joined(separator: "  "))
                 let pending = all.filter { [.queuedUpload, .queuedDownload, .queuedDelete].contains($0.state) }
                 if !pending.isEmpty {
+                    // Why each stays pending, without -v: its last transfer's error.
+                    for a in pending.prefix(20) {
+                        let why = reasons[a.id].map { "\($0.code.rawValue): \($0.message)" } ?? "not tried in this pass (waiting for its retry)"
+                        Terminal.error("courier: \(a.id) (\(a.filename)) is still \(a.state.description): \(why)")
+                    }
+                    if pending.count > 20 { Terminal.error("courier: … and \(pending.count - 20) more") }
                     Terminal.error("courier: \(pending.count) attachment(s) still pending; run sync again")
                     throw ExitCode(ExitCodes.network)
                 }

@@ -19,7 +19,8 @@ enum ExitCodes {
     static let table = """
           0    success
           1    other failure (E_DATABASE, E_INVALID_STATE, E_CONFLICT, E_COMPLETION_HOOK, E_UNEXPECTED)
-          3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects)
+          3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects;
+               a remote storage's refusal: E_REMOTE_STORAGE, E_REMOTE_NOT_FOUND)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG, E_NOT_MEDIA)
           5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING)
           6    no such download (E_NOT_FOUND)
@@ -33,7 +34,7 @@ enum ExitCodes {
     static func code(for error: CourierError.Code) -> Int32 {
         switch error {
         case .network, .networkNotAllowed, .connectionRefused, .timeout, .tls, .httpClientError, .httpServerError, .accessDenied, .protocolViolation,
-             .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect:
+             .malformedHeader, .shortBody, .tooManyRedirects, .insecureRedirect, .remoteStorage, .remoteNotFound:
             return network
         case .checksumMismatch, .sizeMismatch, .bodyTooLong, .notMedia:
             return integrity
