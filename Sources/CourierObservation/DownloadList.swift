@@ -36,13 +36,7 @@ public final class DownloadList {
     public init(downloader: Downloader, selection: DownloadSelection = .all, maxUpdatesPerSecond: Double = 10) {
         self.downloader = downloader
         feed = DownloadsFeed(downloader: downloader, selection: selection, maxUpdatesPerSecond: maxUpdatesPerSecond)
-        feed.start { [weak self] update in
-            await MainActor.run { () -> Bool in
-                guard let self else { return false }
-                self.take(update)
-                return true
-            }
-        }
+        feed.start(for: self) { list, update in list.take(update) }
     }
 
     deinit { feed.stop() }

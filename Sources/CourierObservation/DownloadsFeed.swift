@@ -45,6 +45,18 @@ public final class DownloadsFeed: Sendable {
         }
     }
 
+    /// Starts following for an owner on the main actor (a list, a view model): `apply` runs
+    /// there with each update while the owner lives; the feed stops once it is gone.
+    public func start<Owner: AnyObject & Sendable>(for owner: Owner, _ apply: @escaping @MainActor (Owner, Update) -> Void) {
+        start { [weak owner] update in
+            await MainActor.run { () -> Bool in
+                guard let owner else { return false }
+                apply(owner, update)
+                return true
+            }
+        }
+    }
+
     /// Stops following. A feed also stops when `deliver` returns `false` and when the
     /// downloader shuts down; releasing the feed does not stop it.
     public func stop() {

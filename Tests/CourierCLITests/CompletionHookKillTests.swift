@@ -1,4 +1,5 @@
 import CourierOrigin
+import CourierTestSupport
 import Foundation
 import GRDB
 import Testing
@@ -96,18 +97,5 @@ import Glibc
         #expect(kills >= 5, "too few kills to tell anything (seed \(seed))")
         #expect(violations.isEmpty, "seed \(seed): \(violations.prefix(10))")
         print("completion-hook kill test: seed \(seed), \(kills) SIGKILLs over \(Self.count) completions, \(violations.count) violations")
-    }
-}
-
-/// A small seeded generator (SplitMix64).
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

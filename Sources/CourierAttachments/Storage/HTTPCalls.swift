@@ -29,7 +29,10 @@ enum HTTPCalls {
         // backoff. Anything else is the storage's answer and stands.
         let code: CourierError.Code = status == 404 ? .remoteNotFound : status == 408 ? .timeout
             : (status >= 500 || status == 429) ? .httpServerError : .remoteStorage
-        return CourierError(code, "\(what) failed: \(status) \(ResponseDisposition.reasonPhrase(status))\(explanation(body))", httpStatus: status)
+        let reason = ResponseDisposition.reasonPhrase(status)
+        var said = explanation(body)
+        if said == ": \(status) \(reason)" || said == ": \(reason)" { said = "" }   // a body that only repeats the status
+        return CourierError(code, "\(what) failed: \(status) \(reason)\(said)", httpStatus: status)
     }
 
     /// What an error reply's body says, in words: an S3-style `<Error>`'s code and message

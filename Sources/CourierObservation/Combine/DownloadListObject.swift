@@ -27,13 +27,9 @@ public final class DownloadListObject: ObservableObject {
     public init(downloader: Downloader, selection: DownloadSelection = .all, maxUpdatesPerSecond: Double = 10) {
         self.downloader = downloader
         feed = DownloadsFeed(downloader: downloader, selection: selection, maxUpdatesPerSecond: maxUpdatesPerSecond)
-        feed.start { [weak self] update in
-            await MainActor.run { () -> Bool in
-                guard let self else { return false }
-                self.items = update.all
-                if !self.isLoaded { self.isLoaded = true }
-                return true
-            }
+        feed.start(for: self) { list, update in
+            list.items = update.all
+            if !list.isLoaded { list.isLoaded = true }
         }
     }
 
