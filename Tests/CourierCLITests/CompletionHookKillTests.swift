@@ -74,11 +74,14 @@ import Glibc
                 if final, (onDisk == data) != completed { violations.append("\(moment): \(path) whole=\(onDisk == data) completed=\(completed)") }
             }
         }
+        var stalled = 0, before = 0   // kills in a row that landed before any completion (a loaded machine starts slowly)
         while kills < 60 {
             let done = try Self.snapshot(w.db).completed.count
             if done == Self.count { break }
+            stalled = done == before && kills > 0 ? stalled + 1 : 0
+            before = done
             let (p, out, err) = try CLITests.launch(args)
-            try await Task.sleep(for: .milliseconds(Int(100 + rng.next() % 500)))
+            try await Task.sleep(for: .milliseconds(Int(100 + rng.next() % 500) + 150 * stalled))
             guard p.isRunning else {   // it finished first: the rest of the list completed
                 let r = await CLITests.finish(p, out, err)
                 #expect(r.status == 0, "\(r.stderr)")
