@@ -190,4 +190,29 @@ import Testing
         #expect(r.status == 3, "\(r.stderr)")
         #expect(r.stderr.contains("photo-1") && r.stderr.contains("QUEUED_DOWNLOAD") && r.stderr.contains("E_HTTP_4XX"), "\(r.stderr)")
     }
+
+    /// Point 6, `--json` for `get`: one JSON document on standard output, nothing else there.
+    @Test func getPrintsOneJSONDocument() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try w.serve("a.bin", size: 70_000)
+        let target = w.out.appendingPathComponent("a.bin")
+        let ok = try await CLITests.run(["get", w.origin.url("/a.bin"), "-o", target.path, "--db", w.db, "--json"])
+        #expect(ok.status == 0, "\(ok.stderr)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: ok.stdoutData) as? [String: Any], "\(ok.stdout)")
+        let first = try #require((doc["downloads"] as? [[String: Any]])?.first)
+        #expect(doc["ok"] as? Bool == true && first["ok"] as? Bool == true && first["state"] as? String == "completed")
+        #expect(first["path"] as? String == target.path && first["bytes"] as? Int == 70_000)
+
+        let missing = try await CLITests.run(["get", w.origin.url("/none.bin"), "-o", w.out.appendingPathComponent("n.bin").path, "--db", w.db, "--json"])
+        #expect(missing.status == 3, "\(missing.stderr)")
+        let failed = try #require(try JSONSerialization.jsonObject(with: missing.stdoutData) as? [String: Any], "\(missing.stdout)")
+        let entry = try #require((failed["downloads"] as? [[String: Any]])?.first)
+        #expect(failed["ok"] as? Bool == false && entry["state"] as? String == "failed" && entry["code"] as? String == "E_HTTP_4XX")
+
+        let bad = try await CLITests.run(["get", "http://127.0.0.1:99999/x", "-o", w.out.appendingPathComponent("x.bin").path, "--db", w.db, "--json"])
+        #expect(bad.status == 64)
+        let refused = try #require(try JSONSerialization.jsonObject(with: bad.stdoutData) as? [String: Any], "\(bad.stdout)")
+        #expect(refused["ok"] as? Bool == false && refused["code"] as? String == "E_INVALID_URL")
+    }
 }

@@ -137,6 +137,22 @@ import Glibc
                                         "--db", dir.appendingPathComponent("courier.sqlite").path], environment: aws)
         #expect(r.status == 3, "\(r.status): \(r.stderr)")
         #expect(r.stderr.contains("NoSuchBucket") && !r.stderr.contains("<"), "\(r.stderr)")
+
+        // The same with --json (point 6): one JSON document on standard output.
+        let bucket = "json-\(UUID().uuidString.prefix(8).lowercased())"
+        let s = try await s3(bucket)
+        let endpoint = MotoServer.shared.endpoint!.absoluteString
+        let db = dir.appendingPathComponent("courier.sqlite").path
+        let ok = try await CLITests.run(["put", file.path, "s3://\(bucket)/a.bin?endpoint=\(endpoint)", "--db", db, "--json"], environment: aws)
+        #expect(ok.status == 0, "\(ok.stderr)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: ok.stdoutData) as? [String: Any], "\(ok.stdout)")
+        let upload = try #require((doc["uploads"] as? [[String: Any]])?.first)
+        #expect(doc["ok"] as? Bool == true && upload["url"] as? String == "s3://\(bucket)/a.bin" && upload["bytes"] as? Int == 1000)
+        let no = try await CLITests.run(["put", file.path, "s3://no-such-bucket-x1/a.bin?endpoint=\(endpoint)", "--db", db, "--json"], environment: aws)
+        let refused = try #require(try JSONSerialization.jsonObject(with: no.stdoutData) as? [String: Any], "\(no.stdout)")
+        let entry = try #require((refused["uploads"] as? [[String: Any]])?.first)
+        #expect(no.status == 3 && refused["ok"] as? Bool == false && entry["code"] as? String == "E_REMOTE_NOT_FOUND")
+        try await s.shutdown()
     }
 
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))

@@ -8,6 +8,8 @@ import Logging
 struct Foreground {
     let downloader: Downloader
     let quiet: Bool
+    /// `--json`: standard output holds one JSON document, written when every download ended.
+    var json = false
 
     /// Watches `ids` until each completes, fails, or pauses; returns the exit code.
     /// `labels` names each download for people (its file name by default); `note` may add a
@@ -26,6 +28,13 @@ struct Foreground {
             }
             for await code in group where code != ExitCodes.success {
                 if worst == ExitCodes.success || code == ExitCodes.interrupted { worst = code }
+            }
+        }
+        if json {
+            var entries: [DownloadJSON] = []
+            for id in ids { entries.append(await DownloadJSON(id: id, record: try? await downloader.record(id: id), note: note)) }   // unreadable: reported as no record
+            do { try printJSON(DownloadsJSON(ok: worst == ExitCodes.success, downloads: entries)) } catch {
+                Terminal.error("courier: E_UNEXPECTED: the JSON could not be written: \(error)")
             }
         }
         await downloader.shutdown()
@@ -59,7 +68,7 @@ struct Foreground {
                 renderer.finish()
                 let verified = record.expectedSHA256 != nil ? ", SHA-256 verified" : ""
                 let extra = note(record).map { ", " + $0 } ?? ""
-                Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived))\(verified)\(extra))")
+                if !json { Terminal.out("/\(record.localFinalPath)  (\(Format.bytes(record.bytesReceived))\(verified)\(extra))") }
                 return ExitCodes.success
             case let .ended(_, .failed(error)), let .ended(_, .leftToAnotherProcess(error)):
                 renderer.finish()
@@ -112,4 +121,44 @@ func makeLogger(verbose: Bool) -> Logger {
     var logger = Logger(label: "courier") { StreamLogHandler.standardError(label: $0) }
     logger.logLevel = verbose ? .debug : .error
     return logger
+}
+
+/// `get --json`: what each download became, read from its record once every one ended.
+struct DownloadsJSON: Encodable {
+    var ok: Bool
+    var downloads: [DownloadJSON]
+}
+
+struct DownloadJSON: Encodable {
+    var id: String
+    var ok: Bool
+    /// completed, failed, paused, queued, downloading, handedOff, or cancelled (no record left).
+    var state: String
+    var path: String?
+    var bytes: Int64?
+    var totalBytes: Int64?
+    var sha256Verified: Bool?
+    var note: String?
+    var code: String?
+    var message: String?
+
+    init(id: String, record: DownloadRecord?, note: (DownloadRecord) -> String?) async {
+        self.id = id
+        guard let record else {
+            ok = false; state = "cancelled"
+            return
+        }
+        state = record.state.rawValue
+        ok = record.state == .completed
+        path = "/" + record.localFinalPath
+        bytes = record.bytesReceived
+        totalBytes = record.totalBytes
+        if ok {
+            sha256Verified = record.expectedSHA256 != nil
+            self.note = note(record)
+        } else if let error = record.lastError {
+            code = error.code.rawValue
+            message = error.message
+        }
+    }
 }

@@ -56,6 +56,9 @@ struct Get: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log what the engine does.")
     var verbose = false
 
+    @Flag(name: .long, help: "Print one JSON document on standard output, with each download's outcome (path, bytes, state, code), and no progress.")
+    var json = false
+
     @Option(name: .customLong("hand-off-at"),
             help: "Replay an app's background hand-off: once this much is in (10M, 512K), the rest is fetched by a URLSession download task and spliced in, as when iOS suspends the app.")
     var handOffAt: ByteSize?
@@ -76,6 +79,7 @@ struct Get: AsyncParsableCommand {
         }
         if remoteName, output != nil { throw ValidationError("-O names the file after the URL; -o names it yourself: give one.") }
         if handOffAt != nil, inputFile != nil || output == "-" { throw ValidationError("--hand-off-at applies to downloads to files, without -i.") }
+        if json, inputFile != nil || output == "-" { throw ValidationError("--json applies to downloads to files named on the command line, without -i or -o -.") }
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
         _ = try Self.parseHeaders(headers)
@@ -141,7 +145,7 @@ struct Get: AsyncParsableCommand {
                                                                           connections: connections, revalidate: !recovered.contains(id)))
                 let name = URL(fileURLWithPath: path).lastPathComponent
                 let resumed = record.state == .completed ? 0 : max(record.bytesReceived, onDisk)
-                if !quiet, resumed > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(resumed)).") }
+                if !quiet, !json, resumed > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(resumed)).") }
                 if resumed > 0 { kept[id] = resumed }
                 ids.append(id)
                 labels[id] = name
@@ -151,14 +155,14 @@ struct Get: AsyncParsableCommand {
             if let transfers, let handOffAt {
                 for id in ids { _ = HandOffs.handOff(id, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers) }
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet).watch(ids, labels: labels, kept: kept) { done in
+            let code = await Foreground(downloader: downloader, quiet: quiet || json, json: json).watch(ids, labels: labels, kept: kept) { done in
                 // A 304 leaves the very file that was there (same inode); a new version was renamed over it.
                 unchanged[done.id].map { $0 == FileIdentity(path: "/" + done.localFinalPath) } == true ? "already up to date" : nil
             }
             transfers?.invalidate()
             if code != ExitCodes.success { throw ExitCode(code) }
         } catch let error as CourierError {
-            throw failure(error)
+            throw failure(error, json: json)
         }
     }
 

@@ -41,6 +41,9 @@ struct Put: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "No progress output.")
     var quiet = false
 
+    @Flag(name: .long, help: "Print one JSON document on standard output, with each file's outcome (URL, bytes, code), and no progress.")
+    var json = false
+
     @Flag(name: .shortAndLong, help: "Log what the upload does.")
     var verbose = false
 
@@ -73,7 +76,7 @@ struct Put: AsyncParsableCommand {
             let destination = try PutDestination(url, partSize: partSize.bytes, connections: connections, headers: Get.parseHeaders(headers),
                                                  transport: try stack.transport(), logger: makeLogger(verbose: verbose))
             let database = try store.open()
-            let work = Task { try await upload(sources, to: destination, database: database) }
+            let work = Task { try await upload(sources, to: destination, database: database, quiet: quiet || json) }
             Interrupts.shared.onInterrupt { work.cancel() }
             let outcomes = await work.result
             try? await destination.shutdown()   // the uploads' own outcomes are what count; the process ends next
@@ -82,24 +85,28 @@ struct Put: AsyncParsableCommand {
                 throw ExitCode(ExitCodes.interrupted)
             }
             var firstFailure: CourierError?
+            var entries: [UploadJSON] = []
             for (source, outcome) in zip(sources, try outcomes.get()) {
                 switch outcome {
-                case .success(let location): Terminal.out(location)
+                case .success(let location):
+                    if !json { Terminal.out(location) }
+                    entries.append(UploadJSON(file: source.url.path, ok: true, url: location, bytes: source.size))
                 case .failure(let error):
                     let courierError = error as? CourierError ?? CourierError(.unexpected, "\(error)")
                     Terminal.error("courier: \(source.url.lastPathComponent): \(courierError.code.rawValue): \(courierError.message)")
                     firstFailure = firstFailure ?? courierError
+                    entries.append(UploadJSON(file: source.url.path, ok: false, bytes: source.size, code: courierError.code.rawValue, message: courierError.message))
                 }
             }
+            if json { try printJSON(UploadsJSON(ok: firstFailure == nil, uploads: entries)) }
             if let firstFailure { throw ExitCode(ExitCodes.code(for: firstFailure.code)) }
-        } catch let error as CourierError { throw failure(error) }
+        } catch let error as CourierError { throw failure(error, json: json) }
     }
 
     /// Uploads every file, `jobs` at once; one outcome per file, in order.
-    private func upload(_ sources: [UploadSource], to destination: PutDestination, database: CourierDatabase) async throws -> [Result<String, any Error>] {
+    private func upload(_ sources: [UploadSource], to destination: PutDestination, database: CourierDatabase, quiet: Bool) async throws -> [Result<String, any Error>] {
         let bars = UploadBars()
         let single = sources.count == 1
-        let quiet = self.quiet
         let rate = limitRate?.bytes
         var outcomes = [Result<String, any Error>?](repeating: nil, count: sources.count)
         try await withThrowingTaskGroup(of: (Int, Result<String, any Error>).self) { group in
@@ -188,4 +195,19 @@ private enum PutDestination: Sendable {
         case let .tus(uploader): try await uploader.shutdown()
         }
     }
+}
+
+/// `put --json`: each file's outcome.
+struct UploadsJSON: Encodable {
+    var ok: Bool
+    var uploads: [UploadJSON]
+}
+
+struct UploadJSON: Encodable {
+    var file: String
+    var ok: Bool
+    var url: String?
+    var bytes: Int64
+    var code: String?
+    var message: String?
 }
