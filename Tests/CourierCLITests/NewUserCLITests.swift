@@ -215,4 +215,31 @@ import Testing
         let refused = try #require(try JSONSerialization.jsonObject(with: bad.stdoutData) as? [String: Any], "\(bad.stdout)")
         #expect(refused["ok"] as? Bool == false && refused["code"] as? String == "E_INVALID_URL")
     }
+
+    /// Point 6: an attachment saved with an extension and watched on another device without
+    /// one (no filename column, no --watch-extension) stayed QUEUED_DOWNLOAD for ever, asked
+    /// for as `<id>`. A remote that lists finds the one `<id>.<ext>` and the download goes on;
+    /// over one that cannot (HTTP), the pending line says what to give.
+    @Test func anIdWatchedWithoutItsExtensionIsFoundOrSaidHowToFind() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let photo = w.base.appendingPathComponent("photo.jpg")
+        try Data("a photo".utf8).write(to: photo)
+        let remote = "file://" + w.base.appendingPathComponent("remote").path
+        let phone = w.base.appendingPathComponent("phone/app.sqlite").path
+        try FileManager.default.createDirectory(atPath: (phone as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let saved = try await CLITests.run(["attachments", "save", "--db", phone, "--remote", remote, photo.path])
+        let id = saved.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await CLITests.run(["attachments", "sync", "--db", phone, "--remote", remote]).status == 0)
+
+        let (tablet, _) = try await AttachmentsCLITests.device(w.base.appendingPathComponent("tablet"), referencing: [id])
+        let found = try await CLITests.run(["attachments", "sync", "--db", tablet, "--remote", remote, "--watch-sql", "SELECT photo_id FROM checklists"])
+        #expect(found.status == 0, "\(found.stderr)")
+        let list = try await CLITests.run(["attachments", "list", "--json", "--db", tablet, "--remote", remote])
+        #expect(list.stdout.contains("SYNCED") && list.stdout.contains("\(id).jpg"), "\(list.stdout)")
+
+        let (other, _) = try await AttachmentsCLITests.device(w.base.appendingPathComponent("other"), referencing: ["photo-2"])
+        let http = try await CLITests.run(["attachments", "sync", "--db", other, "--remote", w.origin.url("/att"), "--watch-sql", "SELECT photo_id FROM checklists"])
+        #expect(http.status == 3 && http.stderr.contains("without an extension") && http.stderr.contains("--watch-extension"), "\(http.stderr)")
+    }
 }

@@ -76,6 +76,31 @@ extension AttachmentQueue {
     /// Downloads into the local storage's staging folder (through the resumable engine when
     /// the remote allows), then hands the file to the local storage.
     nonisolated func download(_ attachment: Attachment) async throws {
+        do {
+            try await fetch(attachment)
+        } catch let error as CourierError where error.code == .remoteNotFound || error.httpStatus == 404 {
+            guard let named = try await withRemoteExtension(attachment) else { throw error }
+            try await fetch(named)
+        }
+    }
+
+    /// An id watched without a file name or extension is looked up as `<id>`; when a remote
+    /// that lists finds exactly one `<id>.<ext>` instead (the app that saved it gave it one),
+    /// that becomes its file name, in its record too. `nil`: nothing better to try.
+    nonisolated func withRemoteExtension(_ attachment: Attachment) async throws -> Attachment? {
+        guard (attachment.filename as NSString).pathExtension.isEmpty, let listing = storage as? any RemoteListing else { return nil }
+        let stem = attachment.filename
+        let matches = try await listing.list().filter { !$0.key.contains("/") && $0.key.hasPrefix(stem + ".") && ($0.key as NSString).deletingPathExtension == stem }
+        guard matches.count == 1 else { return nil }
+        var named = attachment
+        named.filename = matches[0].key
+        let table = self.table, record = named
+        _ = try await writer.write { db in try table.update(db, record, ifStateIs: .queuedDownload) }
+        logger.info("attachment \(attachment.id) was watched without an extension; the remote has it as \(record.filename)")
+        return named
+    }
+
+    private nonisolated func fetch(_ attachment: Attachment) async throws {
         let filename = try SafePath.validateRelative(attachment.filename)
         if let downloader {
             let id = Self.downloadID(attachment.id)

@@ -153,7 +153,11 @@ struct Attachments: AsyncParsableCommand {
                 if !pending.isEmpty {
                     // Why each stays pending, without -v: its last transfer's error.
                     for a in pending.prefix(20) {
-                        let why = reasons[a.id].map { "\($0.code.rawValue): \($0.message)" } ?? "not tried in this pass (waiting for its retry)"
+                        var why = reasons[a.id].map { "\($0.code.rawValue): \($0.message)" } ?? "not tried in this pass (waiting for its retry)"
+                        if a.state == .queuedDownload, reasons[a.id].map({ $0.code.rawValue == "E_REMOTE_NOT_FOUND" || $0.httpStatus == 404 }) == true,
+                           (a.filename as NSString).pathExtension.isEmpty {
+                            why += " (it is looked up as \(a.filename), without an extension: give the watched query a filename column or --watch-extension)"
+                        }
                         Terminal.error("courier: \(a.id) (\(a.filename)) is still \(a.state.description): \(why)")
                     }
                     if pending.count > 20 { Terminal.error("courier: … and \(pending.count - 20) more") }
