@@ -32,7 +32,7 @@ struct Foreground {
         }
         if json {
             var entries: [DownloadJSON] = []
-            for id in ids { entries.append(await DownloadJSON(id: id, record: try? await downloader.record(id: id), note: note)) }   // unreadable: reported as no record
+            for id in ids { entries.append(DownloadJSON(id: id, record: try? await downloader.record(id: id), note: note)) }   // unreadable: reported as no record
             do { try printJSON(DownloadsJSON(ok: worst == ExitCodes.success, downloads: entries)) } catch {
                 Terminal.error("courier: E_UNEXPECTED: the JSON could not be written: \(error)")
             }
@@ -142,7 +142,7 @@ struct DownloadJSON: Encodable {
     var code: String?
     var message: String?
 
-    init(id: String, record: DownloadRecord?, note: (DownloadRecord) -> String?) async {
+    init(id: String, record: DownloadRecord?, note: (DownloadRecord) -> String?) {
         self.id = id
         guard let record else {
             ok = false; state = "cancelled"

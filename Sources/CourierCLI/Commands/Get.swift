@@ -140,7 +140,7 @@ struct Get: AsyncParsableCommand {
                 if !recovered.contains(id) { before[id] = FileIdentity(path: path) }
                 // The partial's real length, read before the engine can touch it: what resumes
                 // (the record may lag it by a second).
-                let onDisk = PartialFile.length(at: URL(fileURLWithPath: path + ".partial"))
+                let onDisk = PartialFile.length(at: URL(fileURLWithPath: PartialFile.partialPath(of: path)))
                 let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
                                                                           connections: connections, revalidate: !recovered.contains(id)))
                 let name = URL(fileURLWithPath: path).lastPathComponent

@@ -28,15 +28,8 @@ extension DownloadRun {
                 return try await failDiscarding(CourierError(.checksumMismatch, "SHA-256 mismatch: expected \(expected), got \(actual); the partial file was deleted"), record: record)
             }
         }
-        // With the app's completion hook, the rename is the last step of the write that runs
-        // it: the record, the app's row and the file in place change together.
-        let hooked = context.completionHooks.hook(for: id) != nil
-        if !hooked {
-            try await Blocking.run { try PartialFile.finalize(partial: partialURL, to: finalURL) }
-            if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
-        }
         do {
-            guard let done = try await markCompleted(length: length, validators: record, moving: hooked ? (partialURL, finalURL) : nil) else { throw ExternalStop() }
+            guard let done = try await markCompleted(length: length, validators: record, moving: (partialURL, finalURL)) else { throw ExternalStop() }
             return .finished(done)
         } catch let error as CourierError where error.code == .completionHook {
             // The whole partial stays, with what ties it to the server's file, so resuming
@@ -60,21 +53,28 @@ extension DownloadRun {
         return .fail(error)
     }
 
-    /// Marks the record completed; `validators` (the record as the run knows it) brings the
-    /// reply's ETag and Last-Modified when they were not persisted before.
-    /// With the app's completion hook for this id, the hook runs inside that write, and so
-    /// does `moving` (the partial's rename to the final path), last; a hook that throws
-    /// fails it with ``CourierError/Code/completionHook`` and nothing of it happens.
+    /// Marks the record completed, after `moving` the partial to its final path when given;
+    /// `validators` (the record as the run knows it) brings the reply's ETag and
+    /// Last-Modified when they were not persisted before. With the app's completion hook for
+    /// this id, the hook runs inside that write and the rename is its last step, so the
+    /// record, the app's row and the file in place change together; a hook that throws fails
+    /// it with ``CourierError/Code/completionHook`` and nothing of it happens.
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil) async throws -> DownloadRecord? {
+        let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         guard let hook = context.completionHooks.hook(for: id) else {
-            return try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.complete(length: length, validators: validators) }
+            if let moving {
+                let partial = moving.partial, final = moving.final
+                try await Blocking.run { try PartialFile.finalize(partial: partial, to: final) }
+                if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
+            }
+            return try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, complete)
         }
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {
             let partial = moving.partial, final = moving.final
             lastStep = { try PartialFile.finalize(partial: partial, to: final) }
         }
-        return try await db.complete(id: id, lease: context.owner, { $0.complete(length: length, validators: validators) }, hook: hook, lastStep: lastStep)
+        return try await db.complete(id: id, lease: context.owner, complete, hook: hook, lastStep: lastStep)
     }
 
 

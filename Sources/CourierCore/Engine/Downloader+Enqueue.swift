@@ -56,7 +56,7 @@ extension Downloader {
             _ = try URLPolicy.validate(request.url)
             let destination = try SafePath.validateRelative(request.destination)
             if let size = request.expectedSize, size < 0 { throw CourierError(.invalidArgument, "the expected size of \(id) is negative (\(size))") }
-            return Prepared(request: request, id: id, destination: destination, partial: destination + ".partial",
+            return Prepared(request: request, id: id, destination: destination, partial: PartialFile.partialPath(of: destination),
                             sha: try request.sha256.map(SHA256Hex.validate), redactedURL: Redactor.redact(url: request.url),
                             connections: max(1, min(request.connections ?? context.configuration.connectionsPerDownload, 16)))
         }

@@ -11,15 +11,18 @@ package enum FileErrors {
         let text = String(cString: strerror(err))
         let name = url.lastPathComponent
         let native = POSIXError(POSIXErrorCode(rawValue: err) ?? .EIO)
+        let code = self.code(err, access)
+        let what = code == .noSpace ? "no space left to" : "cannot"
+        return CourierError(code, "\(what) \(operation) \(name): \(text)", underlying: native)
+    }
+
+    /// The code of an `errno` from a read or a write.
+    static func code(_ err: Int32, _ access: Access) -> CourierError.Code {
         switch err {
-        case ENOSPC, EDQUOT, EFBIG:
-            return CourierError(.noSpace, "no space left to \(operation) \(name): \(text)", underlying: native)
-        case ENOENT, ENOTDIR:
-            return CourierError(access == .read ? .fileRead : .fileWrite, "cannot \(operation) \(name): \(text)", underlying: native)
-        case EACCES, EPERM, EROFS:
-            return CourierError(.permissionDenied, "cannot \(operation) \(name): \(text)", underlying: native)
-        default:
-            return CourierError(access == .read ? .readFailed : .writeFailed, "cannot \(operation) \(name): \(text)", underlying: native)
+        case ENOSPC, EDQUOT, EFBIG: return .noSpace
+        case ENOENT, ENOTDIR: return access == .read ? .fileRead : .fileWrite
+        case EACCES, EPERM, EROFS: return .permissionDenied
+        default: return access == .read ? .readFailed : .writeFailed
         }
     }
 
@@ -52,7 +55,7 @@ package enum FileErrors {
         let ns = error as NSError
         if ns.domain == NSCocoaErrorDomain || ns.domain == NSPOSIXErrorDomain {
             let posix = ns.domain == NSPOSIXErrorDomain ? Int32(ns.code) : cocoaAsPOSIX[ns.code]
-            if let posix { return self.error(posix, "finish", URL(fileURLWithPath: "/"), .write).code.rawValue + ": " + String(cString: strerror(posix)) }
+            if let posix { return code(posix, .write).rawValue + ": " + String(cString: strerror(posix)) }
         }
         return ns.localizedDescription
     }

@@ -36,6 +36,9 @@ extension PartialFile {
         return Int64(st.st_size)
     }
 
+    /// Where a download's bytes gather until it is whole: beside its final path.
+    public static func partialPath(of destination: String) -> String { destination + ".partial" }
+
     /// Moves a finished partial file to its final path atomically, creating the final
     /// directory, replacing an older file there, and syncing the directory entry.
     public static func finalize(partial: URL, to final: URL) throws {
