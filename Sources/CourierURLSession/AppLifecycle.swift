@@ -76,7 +76,7 @@ public final class AppLifecycle: Sendable {
         switch phase {
         case Self.handOffPhase, .background:   // .background: a scene that skips .inactive
             away.withLock { $0 = true }
-            await background.handOffRunning()
+            await background.handOffAll()
         case .active:
             guard away.withLock({ was in defer { was = false }; return was }) else { return }
             await background.takeBack()

@@ -22,5 +22,12 @@ extension BackgroundTransfers {
         policies.applyPlatformPolicies(to: configuration)
         return configuration
     }
+
+    /// The resume data a failed or cancelled download task left in its error
+    /// (`NSURLSessionDownloadTaskResumeData`: `let NSURLSessionDownloadTaskResumeData: String`,
+    /// iOS 7 / macOS 10.9), if any.
+    static func resumeData(in error: any Error) -> Data? {
+        (error as NSError).userInfo[NSURLSessionDownloadTaskResumeData] as? Data
+    }
 }
 #endif

@@ -20,8 +20,10 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
         for (name, value) in http.allHeaderFields {
             if let name = name as? String, let value = value as? String { headers.append((name, value)) }
         }
+        let started = ContinuousClock.now
         do {
             try stash.keep(id, location: location, status: http.statusCode, headers: headers)
+            state.withLock { $0.lastKeepDuration = ContinuousClock.now - started }
         } catch {
             logger.warning("the system's file could not be kept; the download goes on from its kept bytes: \(error)", metadata: ["id": "\(id)"])
             return
@@ -34,11 +36,20 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
         track(id) { transfers in await transfers.adopt(id) }
     }
 
+    /// The system's progress reaches the engine's events and the stored record.
+    public func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didWriteData bytesWritten: Int64,
+                           totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {
+        guard let id = downloadTask.taskDescription, let progress = state.withLock({ $0.tasks[id] === downloadTask ? $0.progress[id] : nil }) else { return }
+        progress.note(written: totalBytesWritten, expected: totalBytesExpectedToWrite > 0 ? totalBytesExpectedToWrite : nil)
+    }
+
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let id = task.taskDescription else { return }
+        let resumeData = error.flatMap(Self.resumeData(in:))
         let (current, arrived, retry, acts) = state.withLock { s -> (Bool, Bool, Bool, Bool) in
-            // Only the download's current task speaks for it (an older one was replaced).
-            guard s.tasks[id] === task else { return (false, false, false, false) }
+            // Only the download's current task speaks for it (an older one was replaced; one
+            // that takeBack() cancels is its to end).
+            guard s.tasks[id] === task, !s.replacing.contains(id) else { return (false, false, false, false) }
             s.tasks[id] = nil
             let arrived = s.arrived.remove(id) != nil
             var retry = false
@@ -49,11 +60,17 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
             }
             return (true, arrived, retry, s.actsOnEvents)
         }
+        if current, !arrived, acts, retry, let resumeData {
+            // Failed with resume data (Apple's URLSession, the app away): a task resumed from
+            // it fetches only the rest; its file is judged as the resumed reply says
+            // (`Downloader.adoptHandOff`).
+            start(session.downloadTask(withResumeData: resumeData), id: id)
+            logger.info("the system's task failed; resumed from its resume data", metadata: ["id": "\(id)"])
+            return
+        }
         if current, !arrived, acts {
-            // No file: failed, cancelled by the system or taken back. The engine goes on from
-            // the kept bytes; while the app is away, a fresh task asks for the rest again.
-            // (Resume data is not used: how URLSession resumes a task whose request carried
-            // its own Range is not documented, and the kept bytes make it unneeded.)
+            // No file: failed or cancelled by the system. The engine goes on from the kept
+            // bytes; while the app is away, a fresh task asks for the rest again.
             let reason = error.map { "the system's task failed: \($0.localizedDescription)" } ?? "the system's task ended without a file"
             track(id) { transfers in
                 transfers.stash.discard(id)

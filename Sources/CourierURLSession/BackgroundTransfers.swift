@@ -5,8 +5,8 @@ import FoundationNetworking
 #endif
 import Logging
 
-/// Background transfers: the running downloads handed to the system when the app is about
-/// to be suspended, and what the system fetched adopted by the engine. An app drives it
+/// Background transfers: every unfinished download (running or queued) handed to the system
+/// when the app is about to be suspended, and what the system fetched adopted by the engine. An app drives it
 /// through ``AppLifecycle``, which hands off when the scene becomes `.inactive`
 /// (``AppLifecycle/handOffPhase``), takes back at `.active`, recovers at launch and passes
 /// the system's background events on:
@@ -16,7 +16,7 @@ import Logging
 /// let transfers = BackgroundTransfers(downloader: downloader,
 ///                                     configuration: BackgroundTransfers.backgroundConfiguration(identifier: "app.courier"))
 /// try await transfers.recover()                       // adopt what arrived while the app was gone
-/// await transfers.handOffRunning()                    // when the scene becomes .inactive
+/// await transfers.handOffAll()                        // when the scene becomes .inactive
 /// await transfers.takeBack()                          // .active again
 /// // UIApplicationDelegate.application(_:handleEventsForBackgroundURLSession:completionHandler:):
 /// transfers.systemEventsHandler(completionHandler)      // on the main thread, where UIKit calls it
@@ -28,7 +28,9 @@ import Logging
 /// by `Downloader.adoptHandOff(id:status:headers:body:)` exactly as a streamed reply is,
 /// and the engine's normal run verifies, syncs and renames the result. A task that fails
 /// or is cancelled, or a download taken back, goes on in the engine from the kept bytes:
-/// the two never write the same file, because a hand-off ends once.
+/// the two never write the same file, because a hand-off ends once. While a download is
+/// away, its task's progress reaches the engine's events and the stored record
+/// (``HandOffProgress``). Coming back keeps what the system fetched (``takeBack()``).
 ///
 /// Everything here is portable and tested on Linux with a default configuration standing
 /// in for the background one; only ``backgroundConfiguration(identifier:policies:)`` is
@@ -47,6 +49,10 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     struct State {
         /// The tasks this process made or found, by download id.
         var tasks: [String: URLSessionDownloadTask] = [:]
+        /// Where each task's progress goes.
+        var progress: [String: HandOffProgress] = [:]
+        /// Ids whose task ``takeBack()`` is cancelling: its end is not the task's to report.
+        var replacing: Set<String> = []
         /// Ids whose task's file arrived (so its completion does not take the download back).
         var arrived: Set<String> = []
         /// The system's relaunch handler, called once its events are delivered and adopted.
@@ -59,6 +65,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         /// Between ``handOffRunning()`` / ``handOff(id:)`` and ``takeBack()``: the app is away.
         var inBackground = false
         var handOffRetries: [String: Int] = [:]
+        var finishShare = 0.5
+        var lastKeepDuration: Duration?
     }
 
     /// Gives the handler iOS passes to
@@ -81,14 +89,13 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         let call: () -> Void
     }
 
-    /// Calls the system's handler on the main queue once every adoption under way is done,
-    /// so the app is not suspended in the middle of a splice.
+    /// Calls the system's handler on the main queue at once: every file the session
+    /// delivered is already kept (moved out of the system's place, synced, its head
+    /// written) before its delegate call returned, so it is safe. The adoptions go on
+    /// meanwhile; one the suspension interrupts is done again at the next launch
+    /// (``recover()``), from the kept file.
     func finishSystemEvents(_ handler: MainThreadHandler) {
-        let adoptions = state.withLock { Array($0.adopting.values) }
-        Task {
-            for adoption in adoptions { await adoption.value }
-            DispatchQueue.main.async { handler.call() }
-        }
+        DispatchQueue.main.async { handler.call() }
     }
 
     /// False: the delegate still keeps a task's file (as it must before returning) but acts
@@ -97,6 +104,10 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         get { state.withLock { $0.actsOnEvents } }
         set { state.withLock { $0.actsOnEvents = newValue } }
     }
+
+    /// How long keeping the last arrived file took (moved and synced, its head written):
+    /// what stands between the system's delivery and its completion handler.
+    @_spi(Testing) public var lastKeepDuration: Duration? { state.withLock { $0.lastKeepDuration } }
 
     /// Makes the hand-off session.
     /// - Parameters:
@@ -130,18 +141,27 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
 
     // MARK: Handing off
 
-    /// Hands every download running in the engine to the system. Returns the ids handed off.
+    /// Hands every unfinished download to the system: the running ones and those queued
+    /// behind them, each as a download task, made in the engine's order (priority, then
+    /// age), which is the order the system is given them in. Nothing new starts in the engine
+    /// meanwhile. `ids`: only these (all when `nil`). Returns the ids handed off.
     @discardableResult
-    public func handOffRunning() async -> [String] {
+    public func handOffAll(among ids: Set<String>? = nil) async -> [String] {
         state.withLock { $0.inBackground = true }
+        await downloader.holdQueue()
         var handed: [String] = []
-        for id in await downloader.runningIDs.sorted() {
-            do {
-                if try await handOff(id: id) { handed.append(id) }
-            } catch {
-                logger.warning("hand-off failed; the download stays with the engine: \(error)", metadata: ["id": "\(id)"])
+        do {
+            for id in try await downloader.handOffOrder() where ids?.contains(id) ?? true {
+                do {
+                    if try await handOff(id: id) { handed.append(id) }
+                } catch {
+                    logger.warning("hand-off failed; the download stays with the engine: \(error)", metadata: ["id": "\(id)"])
+                }
             }
+        } catch {
+            logger.warning("the downloads to hand off could not be listed: \(error)")
         }
+        await downloader.releaseQueue()
         return handed
     }
 
@@ -157,6 +177,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var urlRequest = URLRequest(url: url)
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         for (name, value) in request.headers + request.credentials { urlRequest.setValue(value, forHTTPHeaderField: name) }
+        state.withLock { $0.progress[id] = request.progress }
         start(session.downloadTask(with: urlRequest), id: id)
         logger.info("handed off at \(request.keptBytes) bytes", metadata: ["id": "\(id)"])
         return true
@@ -181,7 +202,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var waiting: [String] = []
         for id in ids {
             if stash.arrival(id) == nil, let task = live[id] {
-                state.withLock { $0.tasks[id] = task }
+                let progress = try? await downloader.handOffProgress(id: id)   // a display only: none if the store cannot say
+                state.withLock { $0.tasks[id] = task; $0.progress[id] = progress }
                 waiting.append(id)
                 continue
             }
@@ -199,34 +221,85 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         return waiting
     }
 
-    /// The app is in the foreground again: every task still running is cancelled and its
-    /// download goes on in the engine from the kept bytes; a file that arrived first is
-    /// adopted. Returns once no hand-off of this process remains.
+    /// The app is in the foreground again: each download's task is taken back into the
+    /// engine or left to finish, keeping what the system fetched either way. A task that
+    /// has received more than ``finishesInSystemAbove`` of the rest it asked for is left to
+    /// finish in the system (its file is adopted when it arrives). Another is cancelled: where the platform gives resume
+    /// data (Apple's URLSession), a task resumed from it fetches only the rest, in the
+    /// system; where it gives none (Linux, or a task that had not started), the download
+    /// goes on in the engine from its kept bytes. A file that arrived first is adopted.
+    /// Returns once each of these steps is done; the system and the engine never both
+    /// write a download, because a hand-off ends once.
     public func takeBack() async {
-        let tasks = state.withLock { s in
+        let (tasks, share) = state.withLock { s in
             s.inBackground = false
             s.handOffRetries = [:]
-            return s.tasks
+            return (s.tasks, s.finishShare)
         }
-        for task in tasks.values { task.cancel() }
-        // Each cancelled task reports its end to the delegate, which gives its download back
-        // (or adopts a file that came first). A task that had already ended before it was
-        // known here never reports: it is given back directly.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            let left = state.withLock { $0.tasks }
-            if left.isEmpty { break }
-            for (id, task) in left where task.state == .completed {
-                let mine = state.withLock { s -> Bool in
-                    guard s.tasks[id] === task else { return false }
-                    s.tasks[id] = nil
-                    return true
+        for (id, task) in tasks.sorted(by: { $0.key < $1.key }) where task.state != .completed {
+            if TakeBackRule.leavesToFinish(received: task.countOfBytesReceived, expectedToReceive: task.countOfBytesExpectedToReceive, share: share) {
+                logger.info("left to finish in the system: \(task.countOfBytesReceived) bytes fetched", metadata: ["id": "\(id)"])
+                continue
+            }
+            state.withLock { _ = $0.replacing.insert(id) }
+            let resumeData = await Self.cancel(task)
+            let mine = state.withLock { s -> Bool in
+                s.replacing.remove(id)
+                guard s.tasks[id] === task else { return false }
+                s.tasks[id] = nil
+                return true
+            }
+            guard mine else { continue }
+            if let resumeData {
+                start(session.downloadTask(withResumeData: resumeData), id: id)
+                logger.info("resumed in the system from its resume data", metadata: ["id": "\(id)"])
+                continue
+            }
+            track(id) { transfers in await transfers.giveBack(id, "taken back") }
+        }
+        // A task that had ended before this looked: its end reaches the delegate, which
+        // adopts or gives back; one whose end never comes (it ended before it was known
+        // here) is given back after a second.
+        let deadline = ContinuousClock.now + .seconds(1)
+        while true {
+            let ended = state.withLock { $0.tasks.filter { $0.value.state == .completed } }
+            if ended.isEmpty { break }
+            if ContinuousClock.now >= deadline {
+                for (id, task) in ended {
+                    let mine = state.withLock { s -> Bool in
+                        guard s.tasks[id] === task else { return false }
+                        s.tasks[id] = nil
+                        return true
+                    }
+                    if mine { track(id) { transfers in await transfers.giveBack(id, "taken back") } }
                 }
-                if mine { track(id) { transfers in await transfers.giveBack(id, "taken back") } }
+                break
             }
             try? await Task.sleep(for: .milliseconds(20))   // not cancelled but by the caller's own cancellation, which ends the wait
         }
         for adoption in state.withLock({ Array($0.adopting.values) }) { await adoption.value }
+    }
+
+    /// Cancels `task` and returns its resume data, if the platform gives any. Apple calls
+    /// the handler once the task is cancelled; should it never come, the task counts as
+    /// giving none after 5 s.
+    static func cancel(_ task: URLSessionDownloadTask) async -> Data? {
+        let once = Locked<CheckedContinuation<Data?, Never>?>(nil)
+        return await withCheckedContinuation { done in
+            once.withLock { $0 = done }
+            task.cancel(byProducingResumeData: { data in once.withLock { $0.take() }?.resume(returning: data) })
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { once.withLock { $0.take() }?.resume(returning: nil) }
+        }
+    }
+
+    /// The share (0…1) of the rest a task asked for past which ``takeBack()`` leaves it to
+    /// finish in the system rather than cancel it; 0.5 by default. Where the platform gives
+    /// resume data, a task below it is resumed from that data, so nothing is fetched twice
+    /// either way; where it gives none (Linux), at most this share of what was handed off is
+    /// fetched again after a take-back.
+    public var finishesInSystemAbove: Double {
+        get { state.withLock { $0.finishShare } }
+        set { state.withLock { $0.finishShare = min(1, max(0, newValue)) } }
     }
 
     /// Gives download `id` back to the engine (from its kept bytes), logging a failure.
@@ -282,5 +355,8 @@ extension BackgroundTransfers {
         configuration.allowsCellularAccess = policies.allowsCellularAccess
         return configuration
     }
+
+    /// FoundationNetworking gives no resume data.
+    static func resumeData(in error: any Error) -> Data? { nil }
 }
 #endif

@@ -86,9 +86,9 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         #expect(await downloader.runningIDs.count == 2)   // the document is queued, not a third connection
 
-        // One hand-off takes the film and the photo; the document then runs in the engine.
+        // A hand-off of the running two takes the film and the photo; the document then runs in the engine.
         let transfers = BackgroundTransfers(downloader: downloader, handsOffCredentials: true)
-        let handed = await transfers.handOffRunning()
+        let handed = await transfers.handOffAll(among: running)
         #expect(handed.count == 2 && handed.contains { $0.hasPrefix("media:") } && handed.contains { $0.hasPrefix("attachment:") })
         origin.setFault(nil, for: "/Items/src1/Download")
         origin.setFault(nil, for: "/files/photo.bin")

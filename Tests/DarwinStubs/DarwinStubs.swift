@@ -36,6 +36,12 @@ extension URLSessionConfiguration {
     public class func background(withIdentifier identifier: String) -> URLSessionConfiguration { fatalError("stub") }
 }
 
+// MARK: - Resume data
+/// https://developer.apple.com/documentation/foundation/nsurlsessiondownloadtaskresumedata
+/// (`let NSURLSessionDownloadTaskResumeData: String`; FoundationNetworking lacks it)
+@available(iOS 7.0, macOS 10.9, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)
+public let NSURLSessionDownloadTaskResumeData: String = "NSURLSessionDownloadTaskResumeData"
+
 // MARK: - NSMetadataQuery
 // https://developer.apple.com/documentation/foundation/nsmetadataquery
 @available(iOS 5.0, macOS 10.4, tvOS 9.0, visionOS 1.0, watchOS 2.0, *)

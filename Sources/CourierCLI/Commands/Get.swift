@@ -60,7 +60,7 @@ struct Get: AsyncParsableCommand {
     var json = false
 
     @Option(name: .customLong("hand-off-at"),
-            help: "Replay an app's background hand-off: once this much is in (10M, 512K), the rest is fetched by a URLSession download task and spliced in, as when iOS suspends the app.")
+            help: "Replay an app's background hand-off: once one download holds this much (10M, 512K), every unfinished one (queued ones too, with -i or several URLs) is fetched by a URLSession download task and spliced in, as when iOS suspends the app.")
     var handOffAt: ByteSize?
 
     @Flag(name: .customLong("chaos-hold-arrival"), help: .hidden)
@@ -78,7 +78,7 @@ struct Get: AsyncParsableCommand {
             throw ValidationError("-o, --sha256 and --id apply to one URL; with several, use -d DIR (each file is named after its URL).")
         }
         if remoteName, output != nil { throw ValidationError("-O names the file after the URL; -o names it yourself: give one.") }
-        if handOffAt != nil, inputFile != nil || output == "-" { throw ValidationError("--hand-off-at applies to downloads to files, without -i.") }
+        if handOffAt != nil, output == "-" { throw ValidationError("--hand-off-at applies to downloads to files, not -o -.") }
         if json, inputFile != nil || output == "-" { throw ValidationError("--json applies to downloads to files named on the command line, without -i or -o -.") }
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
@@ -104,7 +104,8 @@ struct Get: AsyncParsableCommand {
         do {
             if let inputFile {
                 let code = try await ListDownload(inputFile: inputFile, directory: directory, jobs: jobs, connections: connections, headers: headerPairs,
-                                                  quiet: quiet, verbose: verbose, store: store, engine: engine).run()
+                                                  quiet: quiet, verbose: verbose, handOffAt: handOffAt?.bytes, holdsArrival: chaosHoldArrival,
+                                                  store: store, engine: engine).run()
                 if code != ExitCodes.success { throw ExitCode(code) }
                 return
             }
@@ -153,7 +154,7 @@ struct Get: AsyncParsableCommand {
             let unchanged = before
             let transfers = try handOffAt.map { _ in try HandOffs.transfers(downloader, store: store) }
             if let transfers, let handOffAt {
-                for id in ids { _ = HandOffs.handOff(id, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers) }
+                _ = HandOffs.handOff(ids, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers)
             }
             let code = await Foreground(downloader: downloader, quiet: quiet || json, json: json).watch(ids, labels: labels, kept: kept) { done in
                 // A 304 leaves the very file that was there (same inode); a new version was renamed over it.

@@ -13,6 +13,9 @@ struct ListDownload {
     let headers: [(name: String, value: String)]
     let quiet: Bool
     let verbose: Bool
+    /// `--hand-off-at`: every unfinished entry goes to URLSession download tasks once one holds this much.
+    let handOffAt: Int64?
+    let holdsArrival: Bool
     let store: StoreOptions
     let engine: EngineOptions
 
@@ -66,7 +69,11 @@ struct ListDownload {
                 Terminal.error("courier: \(Foreground.label(for: record)): handed off to a background transfer; left to it")
             }
         }
-        return await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: PendingDownloads(ids: pending), settled: settled)
+        let transfers = try handOffAt.map { _ in try HandOffs.transfers(downloader, store: store) }
+        if let transfers, let handOffAt { _ = HandOffs.handOff(pending, after: handOffAt, holdsArrival: holdsArrival, transfers) }
+        let code = await BatchWatch(downloader: downloader, quiet: quiet).watch(events, pending: PendingDownloads(ids: pending), settled: settled)
+        transfers?.invalidate()
+        return code
     }
 }
 

@@ -102,9 +102,11 @@ struct Status: AsyncParsableCommand {
             }
             var view = RecordView(record)
             // What the partial file really holds (the record may lag it by a second); a
-            // completed download holds its final file.
+            // completed download holds its final file; a handed-off one, what the system's
+            // task has fetched as well (stored as it goes: the partial waits for it whole).
             if record.state != .completed {
-                view.bytesReceived = PartialFile.length(at: URL(fileURLWithPath: "/" + record.partialPath))
+                let partial = PartialFile.length(at: URL(fileURLWithPath: "/" + record.partialPath))
+                view.bytesReceived = record.state == .handedOff ? max(partial, record.bytesReceived) : partial
             }
             if json { return try printJSON(view) }
             Terminal.out("""

@@ -25,28 +25,31 @@ enum HandOffs {
         return Set(ids)
     }
 
-    /// Hands `id` off once its partial file holds `threshold` bytes, as an app going to the
-    /// background would. (The file is watched, not the progress events: those are paced, and
-    /// a reply that stalls may leave the last one far behind the file.) `holdsArrival` (a
-    /// hidden test flag): the task's file is kept, then nothing more happens, so a test can
-    /// SIGKILL the process in that window.
-    static func handOff(_ id: String, after threshold: Int64, holdsArrival: Bool, _ transfers: any HandOffSession) -> Task<Void, Never> {
+    /// Hands every unfinished download of `ids` off (the running ones and those queued
+    /// behind them) once one of them holds `threshold` bytes, as an app going to the
+    /// background would: one moment for all. (Partial files are watched, not the progress
+    /// events: those are paced, and a reply that stalls may leave the last one far behind
+    /// the file.) `holdsArrival` (a hidden test flag): a task's file is kept, then nothing
+    /// more happens, so a test can SIGKILL the process in that window.
+    static func handOff(_ ids: [String], after threshold: Int64, holdsArrival: Bool, _ transfers: any HandOffSession) -> Task<Void, Never> {
         transfers.actsOnEvents = !holdsArrival
         let downloader = transfers.downloader
+        let watched = Set(ids)
         return Task {
             while !Task.isCancelled {
-                // Until it runs or ends: a record that cannot be read is looked at again.
-                guard let record = try? await downloader.record(id: id), !record.state.isTerminal else { return }
-                let partial = downloader.configuration.rootDirectory.appendingPathComponent(record.partialPath)
-                let kept = (try? await downloader.database.keptBytes(id: id, partial: partial)) ?? 0   // unknown: not yet
-                if record.state == .downloading, kept >= threshold {
-                    do {
-                        if try await transfers.handOff(id: id) { Terminal.error("Handed \(id) off to a URLSession download task at \(Format.bytes(kept)).") }
-                    } catch {
-                        Terminal.error("courier: the hand-off failed, the download goes on here: \(error)")
+                for id in await downloader.runningIDs.intersection(watched).sorted() {
+                    // Unreadable for now: looked at again.
+                    guard let record = try? await downloader.record(id: id), record.state == .downloading else { continue }
+                    let partial = downloader.configuration.rootDirectory.appendingPathComponent(record.partialPath)
+                    let kept = (try? await downloader.database.keptBytes(id: id, partial: partial)) ?? 0   // unknown: not yet
+                    guard kept >= threshold else { continue }
+                    let handed = await transfers.handOffAll(among: watched)
+                    if !handed.isEmpty {
+                        Terminal.error("Handed \(handed.count == 1 ? handed[0] : "\(handed.count) downloads") off to URLSession download tasks at \(Format.bytes(kept)) of \(id).")
                     }
                     return
                 }
+                if await downloader.isIdle { return }
                 try? await Task.sleep(for: .milliseconds(50))   // cancelled with the command: the loop ends
             }
         }

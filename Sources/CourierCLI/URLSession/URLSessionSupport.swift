@@ -20,6 +20,7 @@ public protocol HandOffSession: AnyObject, Sendable {
     /// False (a hidden test flag): an arrival is kept, then nothing more happens.
     var actsOnEvents: Bool { get set }
     func handOff(id: String) async throws -> Bool
+    func handOffAll(among ids: Set<String>?) async -> [String]
     func recover() async throws -> [String]
     func invalidate()
 }

@@ -15,6 +15,8 @@ public struct HandOffRequest: Sendable {
     public let credentials: [(name: String, value: String)]
     /// The bytes the partial file keeps.
     public let keptBytes: Int64
+    /// Where the system's task reports what it wrote (events and the stored progress).
+    public let progress: HandOffProgress
 }
 
 /// What became of a hand-off's reply.
@@ -72,8 +74,9 @@ extension Downloader {
                 adopted[id] = nil
                 _ = try await recordHandOff(id)
             }
-            guard let (_, handOff) = try await context.database.handOff(id: id) else { return nil }
-            return HandOffRequest(id: id, url: url.absoluteString, headers: handOff.plan.requestHeaders, credentials: credentials, keptBytes: handOff.keptBytes)
+            guard let (_, handOff) = try await context.database.handOff(id: id), let progress = try await handOffProgress(id: id) else { return nil }
+            return HandOffRequest(id: id, url: url.absoluteString, headers: handOff.plan.requestHeaders, credentials: credentials,
+                                  keptBytes: handOff.keptBytes, progress: progress)
         }
     }
 
@@ -101,6 +104,7 @@ extension Downloader {
         guard let (record, handOff) = try await context.database.handOff(id: id) else { return .stale }
         let partial = context.fileURL(record.partialPath)
         let bodyLength = PartialFile.length(at: body)
+        let headers = Self.resumedTaskHeaders(status: status, headers, bodyLength: bodyLength, kept: handOff.keptBytes) ?? headers
         switch ResponseDisposition.decide(plan: handOff.plan, status: status, headers: headers) {
         case var .write(reply):
             if let expected = reply.expectedBodyLength, expected != bodyLength {
@@ -149,6 +153,22 @@ extension Downloader {
         }
     }
 
+    /// The headers of a task resumed from the system's resume data (Apple's URLSession),
+    /// as they apply to its file: the file holds everything from the kept bytes, while the
+    /// reply (the resumed request's 206) names only the range asked for last. When the
+    /// lengths say exactly that (`first` after the kept bytes, the file `last - kept + 1`
+    /// long), the reply is read as the range from `kept`, and then judged like any other
+    /// (validators, size). `nil`: the reply stands as it came.
+    static func resumedTaskHeaders(status: Int, _ headers: HTTPFields, bodyLength: Int64, kept: Int64) -> HTTPFields? {
+        guard status == 206, let raw = headers.first(name: "Content-Range"),
+              let range = try? ContentRange(parsing: raw), case let .satisfied(first, last, complete) = range,   // unparsable: judged as it came
+              first > kept, last - kept + 1 == bodyLength else { return nil }
+        var fields = headers
+        fields[HTTPField.Name("Content-Range")!] = "bytes \(kept)-\(last)/\(complete.map(String.init) ?? "*")"
+        fields[.contentLength] = String(bodyLength)
+        return fields
+    }
+
     /// Ends download `id`'s hand-off without using anything the system fetched (the task
     /// failed, was cancelled, or the app takes the download back): the engine goes on from
     /// the kept bytes.
@@ -169,6 +189,7 @@ extension Downloader {
     /// record. `nil` when it was not handed off. Call it inside ``serialized(_:_:)``.
     func endHandOffKeeping(_ id: String, _ change: (Int64) -> @Sendable (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
         guard let (record, handOff) = try await context.database.handOff(id: id) else { return nil }
+        closeHandOffProgress(id)
         let partial = context.fileURL(record.partialPath)
         try await Blocking.run { try Self.cut(partial, to: handOff.keptBytes) }
         return try await context.database.endHandOff(id: id, change(handOff.keptBytes))
@@ -194,6 +215,7 @@ extension Downloader {
     /// A download whose hand-off ended runs here again; `whole`: its partial file holds the
     /// whole file, so the run only verifies and finishes it.
     private func giveBack(_ record: DownloadRecord, whole: Bool) {
+        closeHandOffProgress(record.id)
         context.hub.publish(.stateChanged(id: record.id, state: .queued, error: nil))
         guard !isShutDown else { return }
         if whole { wholePartials.insert(record.id) }
@@ -217,8 +239,14 @@ extension Downloader {
         guard target >= 0 else { throw FileErrors.error(errno, "open", partial, .write) }
         defer { close(target) }
         guard ftruncate(target, off_t(offset)) == 0 else { throw FileErrors.error(errno, "cut", partial, .write) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var position = offset
+        // In the kernel where it can (no copy through this process; a clone on file systems
+        // that share blocks); through a buffer where it cannot (another file system, Darwin).
+        if try KernelCopy.copyAll(from: source, to: target, at: &position, source: body, target: partial) {
+            guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", partial, .write) }
+            return
+        }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "read", body, .read) }

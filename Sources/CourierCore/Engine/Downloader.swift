@@ -47,6 +47,10 @@ public actor Downloader {
     var wholePartials: Set<String> = []
     /// Hand-off steps waiting for the one under way, per download (`serialized`).
     let handOffSteps = TurnsByKey()
+    /// The system's progress of each handed-off download this process follows.
+    var handOffProgress: [String: HandOffProgress] = [:]
+    /// Whether nothing new starts (``holdQueue()``): the app is handing everything off.
+    var queueHeld = false
     /// Whether ``shutdown()`` ran: nothing new starts.
     public internal(set) var isShutDown = false
     /// Whether the scheduler pages through the database's queue (after
@@ -201,6 +205,7 @@ public actor Downloader {
             // An adopted hand-off may have started it while this waited for its step.
             if await stopRunning(id, .cancel) { return true }
             let record = try await storedRecord(id)
+            closeHandOffProgress(id)
             unlink(context.fileURL(record.partialPath).path)
             try await context.database.delete(id: id)
             return false

@@ -34,6 +34,28 @@ extension CourierDatabase {
         }
     }
 
+    /// The downloads `owner` may hand off (queued, or downloading under no other live
+    /// lease), in the order the engine would run them: priority, then age, then id.
+    func handOffCandidates(owner: LeaseOwner) async throws -> [String] {
+        try await read { db in
+            try DownloadRecord
+                .filter([DownloadState.queued.rawValue, DownloadState.downloading.rawValue].contains(DownloadRecord.Columns.state))
+                .order(DownloadRecord.Columns.priority.desc, DownloadRecord.Columns.createdAt, DownloadRecord.Columns.id)
+                .fetchAll(db)
+                .filter { !owner.isBlocked(by: $0) }
+                .map(\.id)
+        }
+    }
+
+    /// Notes `bytes` (the kept bytes and what the system's task wrote since) as the
+    /// progress of handed-off download `id`; nothing when it is no longer handed off.
+    func noteHandOffProgress(id: String, bytes: Int64) async throws {
+        try await write { db in
+            try db.execute(sql: "UPDATE \(DownloadRecord.databaseTableName) SET bytesReceived = ?, updatedAt = ? WHERE id = ? AND state = ?",
+                           arguments: [bytes, DatabaseDate.text(Date()), id, DownloadState.handedOff.rawValue])
+        }
+    }
+
     /// The hand-off of download `id` while it is handed off, with its record.
     public func handOff(id: String) async throws -> (record: DownloadRecord, handOff: HandOffRecord)? {
         try await read { db in

@@ -1,0 +1,158 @@
+import CourierOrigin
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import Testing
+@testable import CourierCore
+@_spi(Testing) import CourierURLSession
+
+/// What a hand-off keeps: the system's progress while the app is away, what it fetched when
+/// the app comes back, and an adoption that returns control at once. URLSession download
+/// tasks of the default configuration stand in for the background session; the origin's
+/// log says what was fetched.
+@Suite(.serialized) struct BackgroundProgressTests {
+    private func transfers(_ d: Downloader) -> BackgroundTransfers {
+        BackgroundTransfers(downloader: d, configuration: BackgroundTransfers.backgroundConfiguration(identifier: "courier.tests.progress"))
+    }
+
+    /// A download whose engine reply stalls after `stall` bytes, handed off once its partial
+    /// holds 1 MiB; every reply is paced at `pace` bytes a second.
+    private func handedOff(_ fx: Fixture, size: Int, pace: Int64?, seed: UInt64 = 1) async throws -> (Data, Downloader, BackgroundTransfers) {
+        let data = try fx.serve("f.bin", size: size, seed: seed)
+        var fault = Fault(); fault.stallAfterBytes = 2 << 20; fault.times = 1
+        fault.bytesPerSecond = pace
+        fx.origin.setFault(fault, for: "/f.bin")
+        let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+        try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+        #expect(try await eventually { fx.partialLength("f.bin") >= 1 << 20 })
+        let bt = transfers(d)
+        #expect(try await bt.handOff(id: "x"))
+        return (data, d, bt)
+    }
+
+    @Test func theSystemsProgressReachesTheEventsAndTheStore() async throws {
+        try await withFixture { fx in
+            let size = 24 << 20
+            let data = try fx.serve("f.bin", size: size)
+            var fault = Fault(); fault.stallAfterBytes = 2 << 20; fault.times = 1; fault.bytesPerSecond = 12 << 20
+            fx.origin.setFault(fault, for: "/f.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .milliseconds(200) }
+            let stream = d.events(for: "x")
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            #expect(try await eventually { fx.partialLength("f.bin") >= 1 << 20 })
+            let bt = transfers(d)
+            #expect(try await bt.handOff(id: "x"))
+            var stored: [Int64] = []
+            while let record = try await d.record(id: "x"), record.state == .handedOff {
+                stored.append(record.bytesReceived)
+                try await Task.sleep(for: .milliseconds(150))
+            }
+            let record = try await d.waitForCompletion(id: "x")
+            bt.invalidate()
+            await d.shutdown()
+            #expect(record.state == .completed && fx.finalData("f.bin") == data)
+            #expect(Set(stored).count >= 3 && stored == stored.sorted(), "\(stored)")   // the store follows the task
+            var handedOffAt: Int? = nil, progress: [Int64] = []
+            for await event in stream {
+                if case .stateChanged(_, .handedOff, _) = event { handedOffAt = progress.count }
+                if case let .progress(p) = event, handedOffAt != nil { progress.append(p.bytesReceived) }
+            }
+            // Progress events while handed off, growing, up to the whole file.
+            #expect(handedOffAt != nil)
+            #expect(progress.count >= 5 && progress == progress.sorted(), "\(progress)")
+            #expect(progress.last == Int64(size), "\(progress.suffix(3))")
+        }
+    }
+
+    /// Taken back at 90 % of 256 MiB, the task is left to finish: afterwards at most the
+    /// other 10 % (and 1 MiB) is fetched, and no new request is made.
+    @Test func aTakeBackAtNinetyPercentFetchesOnlyTheRest() async throws {
+        try await withFixture { fx in
+            let size = 256 << 20
+            let (data, d, bt) = try await handedOff(fx, size: size, pace: 128 << 20)   // 2 s for the task
+            let progress = try #require(try await d.handOffProgress(id: "x"))
+            #expect(try await eventually(timeout: .seconds(60)) {
+                progress.keptBytes + progress.written.bytes >= Int64(size) * 9 / 10
+            })
+            let atTakeBack = fx.origin.requests.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
+            await bt.takeBack()
+            let record = try await d.waitForCompletion(id: "x")
+            bt.invalidate()
+            await d.shutdown()
+            #expect(record.state == .completed && fx.finalData("f.bin") == data)
+            let requests = fx.origin.requests
+            #expect(requests.count == 2, "\(requests.map { ($0.range, $0.status) })")   // the engine's, the task's: nothing asked again
+            let after = requests.reduce(Int64(0)) { $0 + $1.bodyBytesSent } - atTakeBack
+            #expect(after <= Int64(size) / 10 + (1 << 20), "fetched \(after) bytes after the take-back")
+        }
+    }
+
+    /// Adopting a 1 GiB remainder: the system's completion handler (here called by the test
+    /// as the session would) is called as soon as the file is kept, not after the splice or
+    /// the verification. Reports the figures; asserts only the order of things.
+    @Test func adoptingAGigabyteReturnsControlAtOnce() async throws {
+        try await withFixture { fx in
+            let size: Int64 = (1 << 30) + (2 << 20)
+            // A sparse file: the origin reads zeros without a gigabyte written first.
+            let served = fx.origin.directory.appendingPathComponent("f.bin")
+            FileManager.default.createFile(atPath: served.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: served)
+            try handle.truncate(atOffset: UInt64(size))
+            try handle.close()
+            var fault = Fault(); fault.stallAfterBytes = 2 << 20; fault.times = 1
+            fx.origin.setFault(fault, for: "/f.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            #expect(try await eventually { fx.partialLength("f.bin") >= 1 << 20 })
+            let bt = transfers(d)
+            #expect(try await bt.handOff(id: "x"))
+            let stash = fx.root.appendingPathComponent(".courier-handoff")
+            #expect(try await eventually(timeout: .seconds(120)) {
+                ((try? FileManager.default.contentsOfDirectory(atPath: stash.path)) ?? []).contains { $0.hasSuffix(".head") }
+            })
+            let arrived = ContinuousClock.now
+            let called = Locked<ContinuousClock.Instant?>(nil)
+            bt.systemEventsHandler { called.withLock { $0 = .now } }
+            bt.urlSessionDidFinishEvents(forBackgroundURLSession: URLSession.shared)
+            #expect(try await eventually { called.withLock { $0 } != nil })
+            let handler = try #require(called.withLock { $0 }) - arrived
+            let record = try await d.waitForCompletion(id: "x")
+            let finished = ContinuousClock.now - arrived
+            bt.invalidate()
+            await d.shutdown()
+            #expect(record.state == .completed && record.bytesReceived == size)
+            #expect(PartialFile.length(at: fx.root.appendingPathComponent("f.bin")) == size)
+            let keep = bt.lastKeepDuration ?? .zero
+            print("adopting a 1 GiB remainder: the delegate kept the file in \(keep); the handler was called \(handler) after that; spliced and verified \(finished) after it")
+            #expect(handler < finished)   // the handler did not wait for the splice and the verification
+        }
+    }
+
+    @Test func theTakeBackRuleLeavesOnlyATaskPastTheShare() {
+        #expect(!TakeBackRule.leavesToFinish(received: 0, expectedToReceive: 100, share: 0.5))
+        #expect(!TakeBackRule.leavesToFinish(received: 49, expectedToReceive: 100, share: 0.5))
+        #expect(TakeBackRule.leavesToFinish(received: 50, expectedToReceive: 100, share: 0.5))
+        #expect(!TakeBackRule.leavesToFinish(received: 90, expectedToReceive: -1, share: 0.5))   // length unknown
+    }
+
+    /// A task resumed from resume data: its file holds everything from the kept bytes while
+    /// its reply names the last range asked for. Read as the range from the kept bytes only
+    /// when the lengths say exactly that.
+    @Test func aResumedTasksReplyIsReadAsTheRangeItsFileHolds() {
+        let headers: HTTPFields = [.contentRange: "bytes 600-999/1000", .contentLength: "400", .eTag: "\"v1\""]
+        let whole = Downloader.resumedTaskHeaders(status: 206, headers, bodyLength: 900, kept: 100)
+        #expect(whole?[.contentRange] == "bytes 100-999/1000" && whole?[.contentLength] == "900" && whole?[.eTag] == "\"v1\"")
+        #expect(Downloader.resumedTaskHeaders(status: 206, headers, bodyLength: 400, kept: 100) == nil)   // the file is the range itself
+        #expect(Downloader.resumedTaskHeaders(status: 206, headers, bodyLength: 899, kept: 100) == nil)   // a byte short: not that
+        #expect(Downloader.resumedTaskHeaders(status: 200, headers, bodyLength: 900, kept: 100) == nil)
+        #expect(Downloader.resumedTaskHeaders(status: 206, [.contentRange: "bytes 100-999/1000"], bodyLength: 900, kept: 100) == nil)
+        // Judged afterwards like any reply: appended at the kept bytes.
+        let plan = ResumePlan(partialLength: 100, etag: "\"v1\"", lastModified: nil, totalBytes: 1000, resumable: true)
+        guard case let .write(reply) = ResponseDisposition.decide(plan: plan, status: 206, headers: whole ?? [:]) else {
+            Issue.record("not written"); return
+        }
+        #expect(reply.offset == 100 && reply.expectedBodyLength == 900)
+    }
+}
