@@ -45,6 +45,7 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
 
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let id = task.taskDescription else { return }
+        if id.hasPrefix(UploadHandOffPiece.taskPrefix) { return uploadTaskEnded(task, taskID: id) }
         let resumeData = error.flatMap(Self.resumeData(in:))
         let (current, arrived, retry, acts) = state.withLock { s -> (Bool, Bool, Bool, Bool) in
             // Only the download's current task speaks for it (an older one was replaced; one

@@ -67,6 +67,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var handOffRetries: [String: Int] = [:]
         var finishShare = 0.5
         var lastKeepDuration: Duration?
+        /// Upload pieces' tasks, by task description (``UploadHandOffPiece/taskID``).
+        var uploadTasks: [String: URLSessionTask] = [:]
     }
 
     /// Gives the handler iOS passes to
@@ -196,7 +198,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     /// the engine back every hand-off whose task is gone. Returns the ids still handed off.
     @discardableResult
     public func recover() async throws -> [String] {
-        let live = await liveTasks()
+        let (live, liveUploads) = await liveTasks()
+        try await recoverUploads(liveUploads)
         let ids = try await downloader.handedOffIDs()
         stash.discardAll(except: ids)
         var waiting: [String] = []
@@ -236,6 +239,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
             s.handOffRetries = [:]
             return (s.tasks, s.finishShare)
         }
+        await takeBackUploads(share: share)
         for (id, task) in tasks.sorted(by: { $0.key < $1.key }) where task.state != .completed {
             if TakeBackRule.leavesToFinish(received: task.countOfBytesReceived, expectedToReceive: task.countOfBytesExpectedToReceive, share: share) {
                 logger.info("left to finish in the system: \(task.countOfBytesReceived) bytes fetched", metadata: ["id": "\(id)"])
@@ -333,16 +337,19 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         }
     }
 
-    /// The session's tasks that are still running (a background session's survive the app).
-    func liveTasks() async -> [String: URLSessionDownloadTask] {
+    /// The session's tasks that are still running (a background session's survive the app):
+    /// downloads by id, upload pieces by task description.
+    func liveTasks() async -> (downloads: [String: URLSessionDownloadTask], uploads: [String: URLSessionTask]) {
         let tasks: [URLSessionTask] = await withCheckedContinuation { done in session.getAllTasks { done.resume(returning: $0) } }
         var byID: [String: URLSessionDownloadTask] = [:]
+        var uploads: [String: URLSessionTask] = [:]
         // A completed one is left out: its download is given back (or its file, if the
         // session delivered it first, adopted), never waited for.
-        for case let task as URLSessionDownloadTask in tasks where task.state != .completed {
-            if let id = task.taskDescription { byID[id] = task }
+        for task in tasks where task.state != .completed {
+            guard let id = task.taskDescription else { continue }
+            if id.hasPrefix(UploadHandOffPiece.taskPrefix) { uploads[id] = task } else if let download = task as? URLSessionDownloadTask { byID[id] = download }
         }
-        return byID
+        return (byID, uploads)
     }
 }
 

@@ -47,10 +47,13 @@ public final class MotoServer: @unchecked Sendable { // set once, then read-only
     /// from its log; `nil` when there is no log.
     public func acceptedParts(bucket: String, key: String) -> [Int]? {
         guard let log, let text = try? String(contentsOf: log, encoding: .utf8) else { return nil }
-        let prefix = "\"PUT /\(bucket)/\(key)?partNumber="
+        // The part number anywhere in the query (a presigned URL's query starts with X-Amz-…).
+        let prefix = "\"PUT /\(bucket)/\(key)?"
         return text.split(separator: "\n").compactMap { line -> Int? in
             guard let start = line.range(of: prefix), line.hasSuffix("\" 200 -") else { return nil }
-            return Int(line[start.upperBound...].prefix { $0.isNumber })
+            let query = line[start.upperBound...].prefix { $0 != " " }
+            guard let number = query.split(separator: "&").first(where: { $0.hasPrefix("partNumber=") }) else { return nil }
+            return Int(number.dropFirst("partNumber=".count))
         }
     }
 }

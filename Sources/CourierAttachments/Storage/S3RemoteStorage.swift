@@ -70,7 +70,7 @@ public struct S3Configuration: Sendable {
 public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteStorage {
     /// The configuration.
     public let configuration: S3Configuration
-    private let signer: SigV4Signer
+    let signer: SigV4Signer
     private let service: ServiceTransport
     /// Where the adapter logs (an upload started again, and why).
     let logger: Logger

@@ -48,19 +48,22 @@ public struct SigV4Signer: Sendable {
         return all
     }
 
-    /// A presigned URL (query-string authentication) valid for `expires` seconds.
-    public func presign(method: String = "GET", url: URL, expires: Int, date: Date = Date()) -> URL {
+    /// A presigned URL (query-string authentication) valid for `expires` seconds. `headers`
+    /// are signed too: the request must send them as they are (`Content-MD5` and
+    /// `x-amz-checksum-sha256` bind an upload's bytes to the URL).
+    public func presign(method: String = "GET", url: URL, expires: Int, headers: [(String, String)] = [], date: Date = Date()) -> URL {
         let (amzDate, day) = Self.timestamps(date)
         let scope = "\(day)/\(region)/\(service)/aws4_request"
+        let (canonicalHeaders, signedHeaders) = Self.canonicalHeaders(headers + [("host", Self.hostHeader(url))])
         var items = Self.queryItems(url)
         items.append(("X-Amz-Algorithm", "AWS4-HMAC-SHA256"))
         items.append(("X-Amz-Credential", "\(accessKeyID)/\(scope)"))
         items.append(("X-Amz-Date", amzDate))
         items.append(("X-Amz-Expires", String(expires)))
         if let sessionToken { items.append(("X-Amz-Security-Token", sessionToken)) }
-        items.append(("X-Amz-SignedHeaders", "host"))
+        items.append(("X-Amz-SignedHeaders", signedHeaders))
         let query = Self.encodeQuery(items)
-        let canonical = [method, Self.canonicalURI(url), query, "host:\(Self.hostHeader(url))\n", "host", Self.unsignedPayload].joined(separator: "\n")
+        let canonical = [method, Self.canonicalURI(url), query, canonicalHeaders, signedHeaders, Self.unsignedPayload].joined(separator: "\n")
         let signature = self.signature(canonicalRequest: canonical, amzDate: amzDate, day: day, scope: scope)
         var base = url.absoluteString
         if let q = base.firstIndex(of: "?") { base = String(base[..<q]) }

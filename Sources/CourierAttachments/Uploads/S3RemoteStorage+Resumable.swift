@@ -22,6 +22,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
     /// deleted once the object is there.
     public func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition, journal: UploadJournal) async throws -> String? {
         let key = try key(for: attachment)
+        try await journal.checkNotHandedOff()
         var headers: [(String, String)] = []
         if let type = attachment.mediaType { headers.append(("Content-Type", type)) }
         var attempt = 0
@@ -191,16 +192,10 @@ extension S3RemoteStorage: ResumableUploadStorage {
         }
     }
 
-    /// An ETag that is an MD5 (32 hex digits) must be the MD5 of what was sent, except for
-    /// objects encrypted with KMS or a customer key, whose ETags are not MD5s (S3 checked
-    /// `Content-MD5` itself for those).
+    /// The part's ETag must be the MD5 of what was sent (`UploadPieceReply`, the one rule).
     static func checkPartETag(_ etag: String?, _ headers: HTTPFields, _ chunk: UploadChunk, _ what: String) throws {
-        guard let etag else { return }
-        let encryption = headers.first(name: "x-amz-server-side-encryption")?.lowercased() ?? ""
-        if encryption.hasPrefix("aws:kms") || headers.first(name: "x-amz-server-side-encryption-customer-algorithm") != nil { return }
-        let plain = MultipartPlan.normalizedETag(etag)
-        if plain.count == 32, plain.allSatisfy(\.isHexDigit), plain != chunk.md5Hex {
-            throw CourierError(.checksumMismatch, "\(what): the server's ETag \(plain) is not the MD5 of the bytes sent (\(chunk.md5Hex))")
+        if let mismatch = UploadPieceReply.partETagMismatch(etag, headers: headers, md5Hex: chunk.md5Hex) {
+            throw CourierError(.checksumMismatch, "\(what): \(mismatch)")
         }
     }
 

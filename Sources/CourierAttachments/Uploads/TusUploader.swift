@@ -49,6 +49,7 @@ public final class TusUploader: Sendable {
     /// that changed while it went up, starts again once (`E_REMOTE_NOT_FOUND` or
     /// `E_SOURCE_CHANGED` the second time).
     public func upload(_ file: URL, metadata: [String: String], journal: UploadJournal) async throws -> URL {
+        try await journal.checkNotHandedOff()
         var attempt = 0
         while true {
             attempt += 1
@@ -83,6 +84,13 @@ public final class TusUploader: Sendable {
             if let url, let changed = try Self.changedChunk(existing?.parts ?? [], source) {
                 logger.notice("\(source.url.lastPathComponent) changed (bytes at \(changed)); starting again")
                 await terminate(url)
+            } else if let url, source.size > 0, existing?.record.confirmedBytes == source.size {
+                // The server confirmed the last byte (a handed-off PATCH's reply): the upload is
+                // whole. Not asked again: a server may forget a finished upload (aiohttp-tus
+                // answers its HEAD with 404), which would read as lost.
+                try source.checkUnchanged()
+                try await db.deleteUpload(id: journal.id)
+                return url
             } else if let url, let held = try await serverOffset(url, size: source.size) {
                 uploadURL = url
                 offset = held
@@ -180,12 +188,15 @@ public final class TusUploader: Sendable {
     /// Sends a request (tus redirects are not followed).
     private func send(_ method: HTTPRequest.Method, _ url: URL, _ extra: [(name: String, value: String)] = [],
                       body: TransportRequestBody? = nil, observer: (any RequestBodyObserver)? = nil, timeout: Duration) async throws -> TransportResponse {
-        let own = url.origin == endpoint.origin ? headers : []
-        var request = try TransportRequest(url: url.absoluteString, method: method, headers: own + [("Tus-Resumable", TusHeaders.version), ("Accept-Encoding", "identity")] + extra,
+        var request = try TransportRequest(url: url.absoluteString, method: method,
+                                           headers: requestHeaders(for: url) + [("Tus-Resumable", TusHeaders.version), ("Accept-Encoding", "identity")] + extra,
                                            body: body, timeout: timeout)
         request.bodyObserver = observer
         return try await service.transport.send(request)
     }
+
+    /// The caller's headers (auth) for a request to `url`: only to the endpoint's own origin.
+    func requestHeaders(for url: URL) -> [(name: String, value: String)] { url.origin == endpoint.origin ? headers : [] }
 
     /// Whether the server checks a chunk's SHA-1 (`OPTIONS`: the checksum extension).
     private func offersSHA1() async throws -> Bool {
@@ -206,7 +217,7 @@ public final class TusUploader: Sendable {
 
     /// The server's offset for the upload (`HEAD`); `nil` when the upload is gone or is
     /// not this file's (another length).
-    private func serverOffset(_ url: URL, size: Int64) async throws -> Int64? {
+    func serverOffset(_ url: URL, size: Int64) async throws -> Int64? {
         let response = try await send(.head, url, timeout: .seconds(60))
         if [404, 410, 403].contains(response.status) { return nil }
         // Locked: a request of the killed run still holds the upload on the server (tusd).

@@ -21,6 +21,17 @@ public struct UploadJournal: Sendable {
         self.progress = progress
     }
 
+    /// Throws `E_INVALID_STATE` while pieces of this upload are handed to the system
+    /// (``UploadHandingOff``): the system and this run never both send them. Their tasks'
+    /// ends (or a take-back) end the hand-off; the upload then goes on from what the server
+    /// confirmed.
+    func checkNotHandedOff() async throws {
+        let pieces = try await database.uploadHandOffPieces(uploadId: id)
+        guard pieces.isEmpty else {
+            throw CourierError(.invalidState, "\(pieces.count) piece(s) of upload \(id) are handed off to the system; take them back first (BackgroundTransfers.takeBack)")
+        }
+    }
+
     /// A journal that lives as long as the call (an upload with no place to persist to).
     static func memory(id: String) throws -> UploadJournal {
         UploadJournal(database: try CourierDatabase.inMemory(), id: id)

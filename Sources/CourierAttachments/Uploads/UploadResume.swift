@@ -93,7 +93,5 @@ public enum MultipartPlan {
     }
 
     /// An ETag without quotes (or their XML escape), lowercased.
-    public static func normalizedETag(_ etag: String) -> String {
-        etag.replacingOccurrences(of: "&quot;", with: "").replacingOccurrences(of: "\"", with: "").lowercased()
-    }
+    public static func normalizedETag(_ etag: String) -> String { UploadPieceReply.normalizedETag(etag) }
 }

@@ -47,6 +47,13 @@ struct Put: AsyncParsableCommand {
     @Flag(name: .shortAndLong, help: "Log what the upload does.")
     var verbose = false
 
+    @Option(name: .customLong("hand-off-at"),
+            help: "Replay an app's background hand-off: once the server confirmed this much (10M, 512K), what is left goes up in URLSession upload tasks from files (each S3 part, or the rest of a tus upload), as when iOS suspends the app; then the upload completes.")
+    var handOffAt: ByteSize?
+
+    @Flag(name: .customLong("chaos-hold-arrival"), help: .hidden)
+    var chaosHoldArrival = false
+
     @OptionGroup var store: StoreOptions
 
     @OptionGroup var stack: TransportOptions
@@ -59,6 +66,7 @@ struct Put: AsyncParsableCommand {
         if !(1...16).contains(connections) { throw ValidationError("--connections takes 1 to 16.") }
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if partSize.bytes < 1 || partSize.bytes > 1 << 30 { throw ValidationError("--part-size takes one byte to 1G.") }
+        if handOffAt != nil, files.count != 1 { throw ValidationError("--hand-off-at applies to one file.") }
         if files.count > 1, url.hasPrefix("s3://"), !(URLComponents(string: url)?.path ?? "").hasSuffix("/") {
             throw ValidationError("With several files, the S3 URL is a prefix ending in / (s3://bucket/dir/).")
         }
@@ -76,6 +84,7 @@ struct Put: AsyncParsableCommand {
             let destination = try PutDestination(url, partSize: partSize.bytes, connections: connections, headers: Get.parseHeaders(headers),
                                                  transport: try stack.transport(), logger: makeLogger(verbose: verbose))
             let database = try store.open()
+            try await HandOffs.recoverUploads(database, store: store)   // pieces a killed hand-off left end first
             let work = Task { try await upload(sources, to: destination, database: database, quiet: quiet || json) }
             Interrupts.shared.onInterrupt { work.cancel() }
             let outcomes = await work.result
@@ -122,7 +131,17 @@ struct Put: AsyncParsableCommand {
                     let show: @Sendable (UploadProgress) -> Void = { progress in bars.show(label, progress) }
                     let journal = UploadJournal(database: database, id: id, maxBytesPerSecond: rate, progress: quiet || !single ? nil : show)
                     do {
-                        let location = try await destination.upload(source, journal: journal)
+                        let location: String
+                        if let handOffAt = handOffAt?.bytes {
+                            let transfers = try HandOffs.uploadSession(database: database, store: store)
+                            defer { transfers.invalidate() }
+                            location = try await HandOffs.upload(label, after: handOffAt, holdsArrival: chaosHoldArrival, journal: journal, transfers,
+                                                                 folder: HandOffs.folder(store).appendingPathComponent("uploads"),
+                                                                 run: { try await destination.upload(source, journal: journal) },
+                                                                 handOff: { folder in try await destination.handOffRemainder(source, journal: journal, folder: folder) })
+                        } else {
+                            location = try await destination.upload(source, journal: journal)
+                        }
                         if !quiet { Terminal.error("Uploaded \(label) (\(Format.bytes(source.size))).") }
                         return (index, .success(location))
                     } catch {
@@ -186,6 +205,14 @@ private enum PutDestination: Sendable {
             return "s3://\(bucket)/\(key)"
         case let .tus(uploader):
             return try await uploader.upload(source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal).absoluteString
+        }
+    }
+
+    /// What the upload has not sent, as requests for upload tasks (`put --hand-off-at`).
+    func handOffRemainder(_ source: UploadSource, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+        switch self {
+        case let .s3(storage, _, _): return try await storage.handOffRemainder(of: source.url, journal: journal, folder: folder)
+        case let .tus(uploader): return try await uploader.handOffRemainder(of: source.url, journal: journal, folder: folder)
         }
     }
 

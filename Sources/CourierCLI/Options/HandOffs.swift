@@ -1,4 +1,5 @@
 import Courier
+import CourierAttachments
 import Foundation
 
 /// The CLI's side of background hand-off (`BackgroundTransfers`), so an app's hand-off can
@@ -6,10 +7,72 @@ import Foundation
 /// killed process, or an app's database) goes on: a URLSession download task of the
 /// default configuration stands in for the background session, which only Apple has.
 enum HandOffs {
+    /// Where a store's hand-offs keep their files: beside the database.
+    static func folder(_ store: StoreOptions) -> URL {
+        URL(fileURLWithPath: store.databasePath).deletingLastPathComponent().appendingPathComponent("handoff")
+    }
+
     /// The hand-off session of a store: its kept files live beside the database.
     static func transfers(_ downloader: Downloader, store: StoreOptions) throws -> any HandOffSession {
-        let folder = URL(fileURLWithPath: store.databasePath).deletingLastPathComponent().appendingPathComponent("handoff")
-        return try URLSessionBuild.required().handOffSession(downloader, stashDirectory: folder, logger: makeLogger(verbose: false))
+        try URLSessionBuild.required().handOffSession(downloader, stashDirectory: folder(store), logger: makeLogger(verbose: false))
+    }
+
+    /// Ends the upload hand-offs a stopped `put --hand-off-at` left (their tasks died with
+    /// it): each piece goes back to its upload, whose run then asks the server what it holds.
+    static func recoverUploads(_ database: CourierDatabase, store: StoreOptions) async throws {
+        guard try await !database.uploadHandOffPieces().isEmpty else { return }
+        let transfers = try uploadSession(database: database, store: store)   // courier becomes courier-urlsession here
+        try await transfers.recoverUploads()
+        transfers.invalidate()
+    }
+
+    /// A hand-off session for uploads (`put`): its downloader only hosts the session on the
+    /// store's database; it downloads nothing.
+    static func uploadSession(database: CourierDatabase, store: StoreOptions) throws -> any HandOffSession {
+        let support = try URLSessionBuild.required()
+        let host = Downloader(configuration: DownloaderConfiguration(rootDirectory: URL(fileURLWithPath: "/")), database: database, transport: support.transport())
+        return support.handOffSession(host, stashDirectory: folder(store), logger: makeLogger(verbose: false))
+    }
+
+    /// `put --hand-off-at`: `run` uploads here until the server confirmed `threshold`
+    /// bytes; it is then stopped and `handOff` turns what is left into upload tasks, as an
+    /// app going to the background would. Once every task ended (each piece recorded as the
+    /// server confirmed it, or given back), `run` goes on: it asks the server what it holds,
+    /// sends only the rest, and completes. `holdsArrival` (a hidden test flag): the tasks'
+    /// ends are not recorded, and once they all ended the command waits to be killed.
+    static func upload(_ label: String, after threshold: Int64, holdsArrival: Bool, journal: UploadJournal, _ transfers: any HandOffSession,
+                       folder: URL, run: @escaping @Sendable () async throws -> String,
+                       handOff: @escaping @Sendable (URL) async throws -> [UploadTaskRequest]) async throws -> String {
+        transfers.actsOnEvents = !holdsArrival
+        let work = Task { try await run() }
+        let fired = Locked<Int64?>(nil)
+        let watch = Task {
+            while !Task.isCancelled {
+                let confirmed = (try? await journal.database.upload(id: journal.id))??.record.confirmedBytes ?? 0   // unreadable: looked at again
+                if confirmed >= threshold {
+                    fired.withLock { $0 = confirmed }
+                    work.cancel()
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(20))   // cancelled once the upload ended: the loop ends
+            }
+        }
+        let first = await work.result
+        watch.cancel()
+        guard let at = fired.withLock({ $0 }) else { return try first.get() }
+        if case .success(let location) = first { return location }   // it ended as it was stopped
+        let requests = try await handOff(folder)
+        let made = await transfers.handOffUploads(requests)
+        Terminal.error("Handed \(made) piece(s) of \(label) off to URLSession upload tasks at \(Format.bytes(at)).")
+        if holdsArrival {
+            while transfers.uploadTasksInFlight > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            Terminal.error("Every upload task ended; holding (test).")
+            while true { try await Task.sleep(for: .seconds(3600)) }
+        }
+        while try await !journal.database.uploadHandOffPieces(uploadId: journal.id).isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await run()
     }
 
     /// Ends every hand-off a stopped process left: what arrived is adopted (and finished),

@@ -21,7 +21,11 @@ public protocol HandOffSession: AnyObject, Sendable {
     var actsOnEvents: Bool { get set }
     func handOff(id: String) async throws -> Bool
     func handOffAll(among ids: Set<String>?) async -> [String]
+    func handOffUploads(_ requests: [UploadTaskRequest]) async -> Int
+    /// Upload tasks still running in the system.
+    var uploadTasksInFlight: Int { get }
     func recover() async throws -> [String]
+    func recoverUploads() async throws
     func invalidate()
 }
 

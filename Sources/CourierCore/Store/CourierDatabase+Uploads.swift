@@ -66,17 +66,20 @@ extension CourierDatabase {
     /// transaction (a part replaces an earlier row of the same number). `confirmedBytes`
     /// `nil` counts the parts' sizes (S3: any order); tus passes the server's offset.
     public func noteUploadPart(_ part: UploadPart, confirmedBytes: Int64? = nil) async throws {
-        try await write { db in
-            guard try UploadRecord.exists(db, key: part.uploadId) else { return }
-            try part.save(db)
-            let table = UploadRecord.databaseTableName, parts = UploadPart.databaseTableName
-            let now = DatabaseDate.text(Date())
-            if let confirmedBytes {
-                try db.execute(sql: "UPDATE \(table) SET confirmedBytes = ?, updatedAt = ? WHERE id = ?", arguments: [confirmedBytes, now, part.uploadId])
-            } else {
-                try db.execute(sql: "UPDATE \(table) SET confirmedBytes = (SELECT COALESCE(SUM(size), 0) FROM \(parts) WHERE uploadId = ?), updatedAt = ? WHERE id = ?",
-                               arguments: [part.uploadId, now, part.uploadId])
-            }
+        try await write { db in try Self.notePart(part, confirmedBytes: confirmedBytes, db) }
+    }
+
+    /// ``noteUploadPart(_:confirmedBytes:)`` inside a transaction under way.
+    static func notePart(_ part: UploadPart, confirmedBytes: Int64?, _ db: Database) throws {
+        guard try UploadRecord.exists(db, key: part.uploadId) else { return }
+        try part.save(db)
+        let table = UploadRecord.databaseTableName, parts = UploadPart.databaseTableName
+        let now = DatabaseDate.text(Date())
+        if let confirmedBytes {
+            try db.execute(sql: "UPDATE \(table) SET confirmedBytes = ?, updatedAt = ? WHERE id = ?", arguments: [confirmedBytes, now, part.uploadId])
+        } else {
+            try db.execute(sql: "UPDATE \(table) SET confirmedBytes = (SELECT COALESCE(SUM(size), 0) FROM \(parts) WHERE uploadId = ?), updatedAt = ? WHERE id = ?",
+                           arguments: [part.uploadId, now, part.uploadId])
         }
     }
 

@@ -136,6 +136,7 @@ public struct CourierDatabase: Sendable {
         migrator.registerMigration("courier.v9.expected-size") { db in
             try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "expectedBytes", .integer) }
         }
+        registerUploadHandOffs(&migrator)
         return migrator
     }
 }

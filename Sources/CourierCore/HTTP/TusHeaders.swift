@@ -1,4 +1,4 @@
-import Courier
+
 import Foundation
 
 /// What a tus 1.0 server's headers say (pure): the parsing is strict, because an offset

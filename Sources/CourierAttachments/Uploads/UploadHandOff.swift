@@ -1,0 +1,166 @@
+import Courier
+import Crypto
+import Foundation
+
+/// An upload that can be handed to the system while the app is suspended: what it has not
+/// sent (S3 parts, the rest of a tus upload) becomes upload tasks from files, recorded in
+/// the journal's store (``UploadHandOffPiece``) before they exist. Called once the upload's
+/// own run has stopped; its next run (after the tasks ended) sends only what the server
+/// does not hold, and completes.
+public protocol UploadHandingOff: Sendable {
+    /// The requests for what upload `journal.id` of `file` has not sent; each piece's body
+    /// is written under `folder` (synced) and recorded before this returns. Empty when
+    /// nothing can be handed off (the upload has no record or server handle yet, or the
+    /// file changed: its next run starts it again).
+    func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest]
+}
+
+/// A piece's body: a copy of the source's bytes written beside the other pieces, synced,
+/// with the digests of exactly those bytes.
+enum UploadPieceFile {
+    static func write(_ source: UploadSource, offset: Int64, length: Int64, to url: URL) throws -> (md5: String, sha256: String, md5Data: Data, sha256Data: Data) {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        guard let input = FileHandle(forReadingAtPath: source.url.path) else {
+            throw CourierError(.fileNotFound, "\(source.url.lastPathComponent) cannot be opened for the upload")
+        }
+        defer { try? input.close() }   // read-only: nothing to lose
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        guard let output = FileHandle(forWritingAtPath: url.path) else {
+            throw CourierError(.writeFailed, "cannot write \(url.path) for the hand-off")
+        }
+        var md5 = Insecure.MD5(), sha256 = SHA256()
+        do {
+            try input.seek(toOffset: UInt64(offset))
+            var left = length
+            while left > 0 {
+                let data = try input.read(upToCount: Int(min(left, 1 << 20))) ?? Data()
+                guard !data.isEmpty else { throw UploadSource.Changed(source.url).error }
+                md5.update(data: data)
+                sha256.update(data: data)
+                try output.write(contentsOf: data)
+                left -= Int64(data.count)
+            }
+            try Durability.sync(output)
+            try output.close()
+        } catch let error as CourierError {
+            try? output.close()
+            throw error
+        } catch {
+            try? output.close()
+            throw CourierError(.writeFailed, "cannot write \(url.path) for the hand-off", underlying: error)
+        }
+        let m = Data(md5.finalize()), s = Data(sha256.finalize())
+        return (SHA256Hex.hex(m), SHA256Hex.hex(s), m, s)
+    }
+
+    /// The digests of a range of the source, read and not copied (a piece whose body is the
+    /// source itself).
+    static func digests(_ source: UploadSource, offset: Int64, length: Int64) throws -> (md5: String, sha256: String) {
+        guard let input = FileHandle(forReadingAtPath: source.url.path) else {
+            throw CourierError(.fileNotFound, "\(source.url.lastPathComponent) cannot be opened for the upload")
+        }
+        defer { try? input.close() }   // read-only: nothing to lose
+        var md5 = Insecure.MD5(), sha256 = SHA256()
+        try input.seek(toOffset: UInt64(offset))
+        var left = length
+        while left > 0 {
+            let data = try input.read(upToCount: Int(min(left, 1 << 20))) ?? Data()
+            guard !data.isEmpty else { throw UploadSource.Changed(source.url).error }
+            md5.update(data: data)
+            sha256.update(data: data)
+            left -= Int64(data.count)
+        }
+        return (SHA256Hex.hex(Data(md5.finalize())), SHA256Hex.hex(Data(sha256.finalize())))
+    }
+
+    /// Where piece `number` of upload `id` is written.
+    static func url(in folder: URL, uploadId: String, number: Int) -> URL {
+        folder.appendingPathComponent(SHA256Hex.shortID("upload", of: uploadId, bytes: 12) + "-\(number).part")
+    }
+}
+
+extension S3RemoteStorage: UploadHandingOff {
+    /// The parts the upload has not recorded, each written to a file of its own and asked
+    /// for with a presigned `UploadPart` URL (valid for 7 days, S3's longest: the system may
+    /// send a task hours later) that signs the part's `Content-MD5` and SHA-256, so the
+    /// server takes only these bytes under that number.
+    public func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+        let db = journal.database
+        guard let existing = try await db.upload(id: journal.id), existing.record.kind == .s3, let uploadID = existing.record.remoteId,
+              let slash = existing.record.target.firstIndex(of: "/") else { return [] }
+        let source = try UploadSource(url: file)
+        let partSize = partSize(forSize: source.size)
+        guard source.size > configuration.multipartThreshold,
+              case .resume = UploadResume.decide(record: existing.record, source: source, kind: .s3, target: existing.record.target, partSize: partSize)
+        else { return [] }
+        let key = String(existing.record.target[existing.record.target.index(after: slash)...])
+        let planned = MultipartPlan.parts(size: source.size, partSize: partSize)
+        var taken = Set(existing.parts.map(\.number)).union(try await db.uploadHandOffPieces(uploadId: journal.id).map(\.number))
+        // A part the server took while the stopped run could not record it is recorded now
+        // (its ETag is the file's MD5 there), never sent again. Gone: the next run starts over.
+        guard let listed = try await listParts(key: key, uploadID: uploadID) else { return [] }
+        for part in listed where !taken.contains(part.number) && part.number >= 1 && part.number <= planned.count && planned[part.number - 1].length == part.size {
+            let chunk = try source.read(offset: planned[part.number - 1].offset, length: part.size)
+            guard MultipartPlan.normalizedETag(part.etag) == chunk.md5Hex else { continue }
+            try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: chunk.offset, size: part.size, etag: part.etag,
+                                                   md5: chunk.md5Hex, sha256: chunk.sha256Hex))
+            taken.insert(part.number)
+        }
+        var requests: [UploadTaskRequest] = []
+        for part in planned where !taken.contains(part.number) {
+            let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: part.number)
+            let digests = try UploadPieceFile.write(source, offset: part.offset, length: part.length, to: body)
+            let piece = UploadHandOffPiece(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
+                                           md5: digests.md5, sha256: digests.sha256, bodyPath: body.path, ownsBody: true, owner: nil)
+            let headers = [("Content-MD5", digests.md5Data.base64EncodedString()), ("x-amz-checksum-sha256", digests.sha256Data.base64EncodedString())]
+            let query = "partNumber=\(part.number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
+            let url = signer.presign(method: "PUT", url: objectURL(key: key, query: query), expires: 7 * 24 * 3600, headers: headers)
+            requests.append(UploadTaskRequest(piece: piece, kind: .s3, method: "PUT", url: url.absoluteString, headers: headers.map { (name: $0.0, value: $0.1) }))
+        }
+        return try await UploadPieceFile.record(requests, folder: folder, db)
+    }
+}
+
+extension TusUploader: UploadHandingOff {
+    /// The rest of the upload from the server's offset, as one `PATCH` whose body is the
+    /// source file itself when nothing was sent yet (tus's offset is then 0: no copy), else
+    /// a copy of the rest.
+    public func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+        let db = journal.database
+        guard let existing = try await db.upload(id: journal.id), existing.record.kind == .tus, let remote = existing.record.remoteId,
+              let url = URL(string: remote), try await db.uploadHandOffPieces(uploadId: journal.id).isEmpty else { return [] }
+        let source = try UploadSource(url: file)
+        guard case .resume = UploadResume.decide(record: existing.record, source: source, kind: .tus, target: endpoint.absoluteString, partSize: chunkSize),
+              try Self.changedChunk(existing.parts, source) == nil,
+              let offset = try await serverOffset(url, size: source.size), offset < source.size else { return [] }
+        let number = (existing.parts.map(\.number).max() ?? 0) + 1
+        let length = source.size - offset
+        let piece: UploadHandOffPiece
+        if offset == 0 {
+            let digests = try UploadPieceFile.digests(source, offset: 0, length: length)
+            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: 0, size: length, md5: digests.md5, sha256: digests.sha256,
+                                       bodyPath: source.url.path, ownsBody: false, owner: nil)
+        } else {
+            let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: number)
+            let digests = try UploadPieceFile.write(source, offset: offset, length: length, to: body)
+            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: offset, size: length, md5: digests.md5, sha256: digests.sha256,
+                                       bodyPath: body.path, ownsBody: true, owner: nil)
+        }
+        let headers = requestHeaders(for: url) + [(name: "Tus-Resumable", value: TusHeaders.version), (name: "Upload-Offset", value: String(offset)),
+                                                  (name: "Content-Type", value: "application/offset+octet-stream")]
+        return try await UploadPieceFile.record([UploadTaskRequest(piece: piece, kind: .tus, method: "PATCH", url: url.absoluteString, headers: headers)],
+                                                folder: folder, db)
+    }
+}
+
+extension UploadPieceFile {
+    /// Syncs the folder (the pieces' names), then records the pieces in one transaction;
+    /// when the upload's record is gone meanwhile, deletes the copies and hands off nothing.
+    static func record(_ requests: [UploadTaskRequest], folder: URL, _ db: CourierDatabase) async throws -> [UploadTaskRequest] {
+        guard !requests.isEmpty else { return [] }
+        if requests.contains(where: \.piece.ownsBody) { try Durability.syncFolder(folder) }
+        if try await db.handOffUploadPieces(requests.map(\.piece)) { return requests }
+        for request in requests where request.piece.ownsBody { unlink(request.piece.bodyPath) }
+        return []
+    }
+}

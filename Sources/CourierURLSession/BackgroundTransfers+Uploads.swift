@@ -1,0 +1,134 @@
+import CourierCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+
+/// Uploads handed to the system: each S3 part or tus chunk an upload task from a file
+/// (what a background session takes), recorded in the store before it is made
+/// (``UploadHandOffPiece``, written by the storage's `UploadHandingOff`). A task's reply is
+/// read by ``UploadPieceReply`` (the engine's own rule) and the piece recorded as the server
+/// confirmed it, in the transaction that ends its hand-off; a task that ends without a
+/// confirmation leaves the piece to the upload's next run, which asks the server what it
+/// holds first (S3 `ListParts`, tus `HEAD`), so a piece that arrived unrecorded is not
+/// sent twice.
+extension BackgroundTransfers {
+    /// Makes an upload task for each request; returns how many were made.
+    @discardableResult
+    public func handOffUploads(_ requests: [UploadTaskRequest]) async -> Int {
+        state.withLock { $0.inBackground = true }
+        var made = 0
+        for request in requests {
+            guard let url = URL(string: request.url) else {
+                await endUploadPiece(request.piece, status: nil, headers: [:], "the URL cannot be handed to URLSession")
+                continue
+            }
+            var urlRequest = URLRequest(url: url)
+            urlRequest.httpMethod = request.method
+            urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
+            for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
+            let task = session.uploadTask(with: urlRequest, fromFile: URL(fileURLWithPath: request.piece.bodyPath))
+            task.taskDescription = request.piece.taskID
+            state.withLock { $0.uploadTasks[request.piece.taskID] = task }
+            task.resume()
+            made += 1
+        }
+        logger.info("handed off \(made) upload piece(s)")
+        return made
+    }
+
+    /// Upload pieces whose task is running in the system (this process's, or found at launch).
+    public var uploadTasksInFlight: Int { state.withLock { $0.uploadTasks.count } }
+
+    /// An upload piece's task ended (the delegate's `didCompleteWithError`).
+    func uploadTaskEnded(_ task: URLSessionTask, taskID: String) {
+        let (current, acts) = state.withLock { s -> (Bool, Bool) in
+            guard s.uploadTasks[taskID] === task else { return (false, s.actsOnEvents) }
+            s.uploadTasks[taskID] = nil
+            return (true, s.actsOnEvents)
+        }
+        guard current, acts else { return }
+        let http = task.response as? HTTPURLResponse
+        var pairs: [(String, String)] = []
+        for (name, value) in http?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { pairs.append((name, value)) }
+        }
+        let status = http?.statusCode
+        let headers = HTTPFields(pairs)
+        track(taskID) { transfers in
+            guard let piece = await transfers.piece(taskID) else { return }
+            await transfers.endUploadPiece(piece, status: status, headers: headers, status == nil ? "the task ended without a reply" : nil)
+        }
+    }
+
+    /// The stored piece a task speaks for.
+    func piece(_ taskID: String) async -> UploadHandOffPiece? {
+        let pieces = try? await downloader.database.uploadHandOffPieces()   // unreadable: the piece stays handed off for the next recover()
+        return pieces?.first { $0.taskID == taskID }
+    }
+
+    /// Ends `piece`'s hand-off: recorded as confirmed when the reply says the server holds
+    /// it, else left to the upload's next run; its copy deleted after the commit.
+    func endUploadPiece(_ piece: UploadHandOffPiece, status: Int?, headers: HTTPFields, _ reason: String?) async {
+        let database = downloader.database
+        do {
+            guard let kind = try await database.upload(id: piece.uploadId)?.record.kind else {
+                _ = try await database.endUploadHandOff(piece, confirmed: nil)
+                if piece.ownsBody { unlink(piece.bodyPath) }
+                return
+            }
+            let outcome = status.map { UploadPieceReply.judge(kind, piece: piece, status: $0, headers: headers) } ?? .notConfirmed(reason ?? "no reply")
+            switch outcome {
+            case let .confirmed(etag, offset):
+                let part = UploadPart(uploadId: piece.uploadId, number: piece.number, offset: piece.offset, size: piece.size, etag: etag,
+                                      md5: piece.md5, sha256: piece.sha256)
+                _ = try await database.endUploadHandOff(piece, confirmed: part, confirmedBytes: offset)
+                logger.info("the server confirmed upload piece \(piece.number)", metadata: ["id": "\(piece.uploadId)"])
+            case let .notConfirmed(why):
+                _ = try await database.endUploadHandOff(piece, confirmed: nil)
+                logger.info("upload piece \(piece.number) goes back to the upload: \(why)", metadata: ["id": "\(piece.uploadId)"])
+            }
+            if piece.ownsBody { unlink(piece.bodyPath) }
+        } catch {
+            logger.warning("ending the hand-off of upload piece \(piece.number) failed; recover() ends it: \(error)", metadata: ["id": "\(piece.uploadId)"])
+        }
+    }
+
+    /// At launch, for a process that runs no downloads (``recover()`` does this too): upload
+    /// pieces whose task the system still runs are waited for; the others go back to their
+    /// uploads (an upload's next run asks the server what it holds).
+    public func recoverUploads() async throws {
+        try await recoverUploads(await liveTasks().uploads)
+    }
+
+    func recoverUploads(_ live: [String: URLSessionTask]) async throws {
+        for piece in try await downloader.database.uploadHandOffPieces() {
+            if let task = live[piece.taskID] {
+                state.withLock { $0.uploadTasks[piece.taskID] = task }
+                continue
+            }
+            await track(piece.taskID) { transfers in await transfers.endUploadPiece(piece, status: nil, headers: [:], "the system's task is gone") }.value
+        }
+    }
+
+    /// The app is back: upload tasks past the share are left to finish; the others are
+    /// cancelled and their pieces go back to their uploads (upload tasks have no resume data).
+    func takeBackUploads(share: Double) async {
+        let tasks = state.withLock { $0.uploadTasks }
+        for (taskID, task) in tasks where task.state != .completed {
+            if TakeBackRule.leavesToFinish(received: task.countOfBytesSent, expectedToReceive: task.countOfBytesExpectedToSend, share: share) { continue }
+            let mine = state.withLock { s -> Bool in
+                guard s.uploadTasks[taskID] === task else { return false }
+                s.uploadTasks[taskID] = nil
+                return true
+            }
+            guard mine else { continue }
+            task.cancel()
+            track(taskID) { transfers in
+                guard let piece = await transfers.piece(taskID) else { return }
+                await transfers.endUploadPiece(piece, status: nil, headers: [:], "taken back")
+            }
+        }
+    }
+}
