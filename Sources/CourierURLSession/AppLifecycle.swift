@@ -13,7 +13,9 @@ import Foundation
 /// lifecycle.handleEvents(forBackgroundURLSession: id, completionHandler: handler)   // from the app delegate
 /// ```
 ///
-/// The moment transfers go to the system is ``handOffPhase``, `.inactive`: the app still runs
+/// Features with uploads of their own (an attachment queue) are passed as `uploads`, so their
+/// uploads go to the system at the same moment. The moment transfers go to the system is
+/// ``handOffPhase``, `.inactive`: the app still runs
 /// in the foreground then, and Apple starts a transfer made once the app is in the
 /// background at the system's discretion (`isDiscretionary`: it may wait for Wi-Fi and
 /// power). `.active` takes them back. Portable: on Linux the default configuration stands
@@ -51,11 +53,13 @@ public final class AppLifecycle: Sendable {
 
     /// The lifecycle of `downloader` with a background session of this identifier (give the
     /// same one at every launch; one per process). On Linux, where FoundationNetworking has
-    /// no background sessions, the default configuration stands in.
-    public convenience init(downloader: Downloader, backgroundSessionIdentifier: String) {
-        self.init(downloader: downloader, background: BackgroundTransfers(downloader: downloader,
-                  configuration: BackgroundTransfers.backgroundConfiguration(identifier: backgroundSessionIdentifier)),
-                  identifier: backgroundSessionIdentifier)
+    /// no background sessions, the default configuration stands in. `uploads`: the features
+    /// whose uploads go to the system with the downloads (an `AttachmentQueue`).
+    public convenience init(downloader: Downloader, backgroundSessionIdentifier: String, uploads: [any BackgroundUploading] = []) {
+        let background = BackgroundTransfers(downloader: downloader,
+                                             configuration: BackgroundTransfers.backgroundConfiguration(identifier: backgroundSessionIdentifier))
+        for uploader in uploads { background.register(uploader) }
+        self.init(downloader: downloader, background: background, identifier: backgroundSessionIdentifier)
     }
 
     /// At every launch, and when the system relaunches the app for its background session:
@@ -68,15 +72,17 @@ public final class AppLifecycle: Sendable {
         return try await downloader.start()
     }
 
-    /// Call on every change of the scene's phase: at ``handOffPhase`` the running downloads go
-    /// to the system (and at `.background`, for a scene that skips `.inactive`); at `.active`
-    /// they come back to the engine.
+    /// Call on every change of the scene's phase: at ``handOffPhase`` every unfinished
+    /// download (running and queued) and the registered features' uploads go to the system
+    /// (and at `.background`, for a scene that skips `.inactive`); at `.active` they come
+    /// back, keeping what the system fetched (`BackgroundTransfers.takeBack()`).
     public func sceneDidChange(to phase: Phase) async {
         guard let background else { return }
         switch phase {
         case Self.handOffPhase, .background:   // .background: a scene that skips .inactive
             away.withLock { $0 = true }
             await background.handOffAll()
+            await background.handOffUploads()
         case .active:
             guard away.withLock({ was in defer { was = false }; return was }) else { return }
             await background.takeBack()
@@ -87,8 +93,9 @@ public final class AppLifecycle: Sendable {
 
     /// Call from `application(_:handleEventsForBackgroundURLSession:completionHandler:)`:
     /// `true` when the session is this lifecycle's, whose handler is then called on the main
-    /// queue once the events are delivered and what arrived is adopted; `false` for another
-    /// session (call its owner's handler yourself).
+    /// queue once the events are delivered (each arrived file is kept before its event
+    /// returns; adoption goes on after); `false` for another session (call its owner's
+    /// handler yourself).
     @discardableResult
     public func handleEvents(forBackgroundURLSession identifier: String, completionHandler: @escaping () -> Void) -> Bool {
         guard let background, backgroundSessionIdentifier == identifier else { return false }

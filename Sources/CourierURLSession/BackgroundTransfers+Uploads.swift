@@ -38,6 +38,23 @@ extension BackgroundTransfers {
         return made
     }
 
+    /// Makes `uploader`'s uploads go to the system with ``handOffUploads()`` and tells it when
+    /// their pieces ended. Register before ``recover()`` (a relaunch's pieces end there).
+    public func register(_ uploader: any BackgroundUploading) {
+        uploaders.withLock { $0.append(uploader) }
+    }
+
+    /// Hands the registered features' uploads to the system (``register(_:)``): what each
+    /// has not sent becomes upload tasks. Returns how many tasks were made.
+    @discardableResult
+    public func handOffUploads() async -> Int {
+        var made = 0
+        for uploader in uploaders.withLock({ $0 }) {
+            made += await handOffUploads(await uploader.handOffUploads(to: stash.folder.appendingPathComponent("uploads")))
+        }
+        return made
+    }
+
     /// Upload pieces whose task is running in the system (this process's, or found at launch).
     public var uploadTasksInFlight: Int { state.withLock { $0.uploadTasks.count } }
 
@@ -90,6 +107,9 @@ extension BackgroundTransfers {
                 logger.info("upload piece \(piece.number) goes back to the upload: \(why)", metadata: ["id": "\(piece.uploadId)"])
             }
             if piece.ownsBody { unlink(piece.bodyPath) }
+            if try await database.uploadHandOffPieces(uploadId: piece.uploadId).isEmpty {
+                for uploader in uploaders.withLock({ $0 }) { await uploader.uploadHandOffEnded(uploadId: piece.uploadId) }
+            }
         } catch {
             logger.warning("ending the hand-off of upload piece \(piece.number) failed; recover() ends it: \(error)", metadata: ["id": "\(piece.uploadId)"])
         }

@@ -43,6 +43,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     let handsOffCredentials: Bool
     private(set) var session: URLSession!   // set once in init: the session needs `self` as its delegate
     let state = Locked(State())
+    /// The features whose uploads are handed off with ``handOffUploads()``.
+    let uploaders = Locked<[any BackgroundUploading]>([])
     /// The background sessions' identifiers in use in this process.
     static let identifiers = Locked<Set<String>>([])
 

@@ -49,18 +49,19 @@ extension AttachmentQueue {
             return
         }
         let now = ContinuousClock.now
-        let due = pending.filter { (notBefore[$0.id] ?? now) <= now }
+        let away = await handedOffUploads()
+        let due = pending.filter { (notBefore[$0.id] ?? now) <= now && !($0.state == .queuedUpload && away.contains(Self.downloadID($0.id))) }
         let limit = max(1, options.maxConcurrentTransfers)
         await withTaskGroup(of: (Attachment, (any Error)?).self) { group in
             var iterator = due.makeIterator()
             var running = 0
-            while running < limit, !clearing, let next = iterator.next() {
+            while running < limit, !clearing, !handingOff, let next = iterator.next() {
                 group.addTask { await (next, self.transfer(next)) }
                 running += 1
             }
             while let (attachment, error) = await group.next() {
                 await settle(attachment, error)
-                if !clearing, let next = iterator.next() {
+                if !clearing, !handingOff, let next = iterator.next() {
                     group.addTask { await (next, self.transfer(next)) }
                 }
             }
@@ -80,6 +81,7 @@ extension AttachmentQueue {
     /// handler (retry or archive), and backs off before the next try.
     func settle(_ attachment: Attachment, _ error: (any Error)?) async {
         guard !clearing else { return }   // clearQueue() cancelled it and deletes the record
+        if handingOff, error != nil { return }   // stopped to be handed off: not a failure
         guard let error else {
             failures[attachment.id] = nil
             notBefore[attachment.id] = nil

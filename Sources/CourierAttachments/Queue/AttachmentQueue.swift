@@ -48,6 +48,9 @@ public actor AttachmentQueue {
     var lastWatchedIDs: Set<String>?
     /// Set while ``clearQueue()`` runs: no transfer starts, no outcome is recorded.
     var clearing = false
+    /// Between the start and the end of ``handOffUploads(to:)``: nothing new starts, and a
+    /// transfer stopped for it is not a failure.
+    var handingOff = false
     /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.
     var stopped = true
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What the system is asked for when a piece of an upload is handed off: an upload task
 /// that sends the file at ``UploadHandOffPiece/bodyPath`` with this request (a presigned S3
 /// `UploadPart` with the part's digests, or a tus `PATCH` from the piece's offset). Made by
@@ -19,4 +21,16 @@ public struct UploadTaskRequest: Sendable {
         self.url = url
         self.headers = headers
     }
+}
+
+/// A feature whose uploads go to the system at the same moment as the downloads
+/// (`AppLifecycle` hands both off at its hand-off phase): an attachment queue, say.
+public protocol BackgroundUploading: Sendable {
+    /// Stops the feature's uploads and returns what is left of each as upload-task requests,
+    /// each piece recorded in the store and its body written under `folder`.
+    func handOffUploads(to folder: URL) async -> [UploadTaskRequest]
+    /// Every handed-off piece of upload `uploadId` ended (confirmed, or given back): the
+    /// feature goes on with it (its next run sends what the server does not hold and
+    /// completes). Called for every upload; a feature ignores the ids that are not its own.
+    func uploadHandOffEnded(uploadId: String) async
 }

@@ -1,0 +1,48 @@
+import Courier
+import Foundation
+
+/// The queue's uploads go to the system with the downloads when the app is about to be
+/// suspended (pass the queue to `AppLifecycle(…, uploads:)`): the pass under way stops, and
+/// each upload that has begun hands what it has not sent to upload tasks
+/// (``UploadHandingOff``). While its pieces are out the queue does not run that upload;
+/// once they all ended it runs a pass, which sends what the server does not hold and
+/// completes the upload.
+extension AttachmentQueue: BackgroundUploading {
+    public func handOffUploads(to folder: URL) async -> [UploadTaskRequest] {
+        guard let storage = storage as? any UploadHandingOff else { return [] }
+        handingOff = true
+        defer { handingOff = false }
+        syncTask?.cancel()   // its transfers stop; their cancellation is not a failure (settle)
+        await syncTask?.value
+        let table = self.table
+        let pending: [Attachment]
+        do {
+            pending = try await writer.read { db in try table.fetchAll(db, states: [.queuedUpload]) }
+        } catch {
+            logger.warning("the uploads to hand off could not be read; they stay with the queue: \(error)")
+            return []
+        }
+        var requests: [UploadTaskRequest] = []
+        for attachment in pending {
+            // Only a plain file (the default local storage): a piece's body may be the file itself.
+            guard let uri = attachment.localURI, let file = localStorage.plainFileURL(uri) else { continue }
+            do {
+                requests += try await storage.handOffRemainder(of: file, journal: uploadJournal(for: attachment), folder: folder)
+            } catch {
+                logger.warning("attachment \(attachment.id)'s upload stays with the queue: \(error)")
+            }
+        }
+        return requests
+    }
+
+    public func uploadHandOffEnded(uploadId: String) async {
+        guard uploadId.hasPrefix(Self.downloadID("")) else { return }
+        requestSync()
+    }
+
+    /// The journal ids of the uploads whose pieces are with the system: a pass leaves them.
+    func handedOffUploads() async -> Set<String> {
+        // Unreadable: none is left out, and the upload itself refuses while pieces are out.
+        Set(((try? await engineDatabase.uploadHandOffPieces()) ?? []).map(\.uploadId))
+    }
+}

@@ -1,0 +1,66 @@
+import Courier
+import CourierAttachments
+import CourierTestSupport
+import CourierURLSession
+import Foundation
+import GRDB
+import Testing
+
+/// Issue 27, the app's side of upload hand-off: an attachment queue passed to
+/// `AppLifecycle(…, uploads:)` hands its upload under way to the system at the hand-off
+/// phase, with the downloads; the parts go up in upload tasks from files, and once they all
+/// ended the queue completes the upload by itself. moto's log says which part went how.
+@Suite(.serialized) struct AttachmentUploadHandOffTests {
+    @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
+    func theLifecycleHandsTheQueuesUploadOffAndTheQueueCompletesIt() async throws {
+        let base = temporaryFolder("courier-queue-handoff")
+        let app = base.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
+        let bucket = "queue-handoff-\(UUID().uuidString.prefix(8).lowercased())"
+        var c = S3Configuration(bucket: bucket, prefix: "up/", endpoint: MotoServer.shared.endpoint!, accessKeyID: "testing", secretAccessKey: "testing")
+        c.multipartThreshold = 5 << 20
+        c.partSize = 5 << 20
+        c.uploadConcurrency = 2
+        let s3 = S3RemoteStorage(configuration: c)
+        try await s3.createBucketIfNeeded()
+
+        let downloader = Downloader(configuration: DownloaderConfiguration(rootDirectory: app), database: try CourierDatabase(path: base.appendingPathComponent("courier.sqlite").path))
+        var options = AttachmentQueueOptions()
+        options.syncInterval = .zero
+        options.uploadBytesPerSecond = 16 << 20   // 4 s for the film: the hand-off finds it midway
+        let queue = try AttachmentQueue(database: try DatabasePool(path: base.appendingPathComponent("app.sqlite").path),
+                                        directory: app.appendingPathComponent("attachments"), remoteStorage: s3, options: options, downloader: downloader)
+        let lifecycle = AppLifecycle(downloader: downloader, backgroundSessionIdentifier: "courier.tests.queue-handoff", uploads: [queue])
+        try await lifecycle.launch()
+
+        let film = Data((0..<(64 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+        let saved = try await queue.saveFile(data: film, mediaType: "video/mp4", fileExtension: "mp4")
+        try await queue.startSync()
+        let journal = "attachment:\(saved.id)"
+        #expect(try await eventually(timeout: .seconds(60)) { (try await downloader.database.upload(id: journal)?.record.confirmedBytes ?? 0) >= 20 << 20 })
+        await lifecycle.sceneDidChange(to: .inactive)                       // the app is about to be suspended
+        let handedOff = try await downloader.database.uploadHandOffPieces(uploadId: journal)
+        let confirmedAtHandOff = Set(try await downloader.database.upload(id: journal)?.parts.map(\.number) ?? [])
+        #expect(!handedOff.isEmpty)
+
+        #expect(try await eventually(timeout: .seconds(60)) { try await queue.attachment(id: saved.id)?.state == .synced })
+        let out = base.appendingPathComponent("back.bin")
+        try await s3.download(saved, to: out)
+        #expect(try Data(contentsOf: out) == film)
+        #expect(try await s3.pendingMultipartUploads().isEmpty)
+        #expect(try await downloader.database.uploadHandOffPieces().isEmpty)
+        // moto's log: the handed-off parts went up presigned (by the tasks), none of those the
+        // upload had confirmed before the hand-off did.
+        if let log = MotoServer.shared.log, let text = try? String(contentsOf: log, encoding: .utf8) {
+            let byTasks = text.split(separator: "\n").filter { $0.contains("PUT /\(bucket)/") && $0.contains("X-Amz-Signature=") && $0.hasSuffix("\" 200 -") }
+                .compactMap { line in line.split(separator: "&").first { $0.hasPrefix("partNumber=") }.flatMap { Int($0.dropFirst(11)) } }
+            #expect(Set(byTasks) == Set(handedOff.map(\.number)), "\(byTasks.sorted()) vs \(handedOff.map(\.number))")
+            #expect(Set(byTasks).isDisjoint(with: confirmedAtHandOff))
+        }
+        await lifecycle.sceneDidChange(to: .active)
+        await queue.stopSync()
+        lifecycle.background?.invalidate()
+        await downloader.shutdown()
+        try await s3.shutdown()
+    }
+}
