@@ -27,7 +27,8 @@ public final class AppLifecycle: Sendable {
         case active, inactive, background
     }
 
-    /// When running downloads are handed to the system: `.inactive` (see the type's notes).
+    /// When transfers (every unfinished download, the registered uploads) are handed to the
+    /// system: `.inactive` (see the type's notes).
     /// `.background` hands off too, for a scene that skips `.inactive`.
     public static let handOffPhase = Phase.inactive
 

@@ -64,7 +64,8 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
         if current, !arrived, acts, retry, let resumeData {
             // Failed with resume data (Apple's URLSession, the app away): a task resumed from
             // it fetches only the rest; its file is judged as the resumed reply says
-            // (`Downloader.adoptHandOff`).
+            // (`Downloader.adoptHandOff`). Made while the app is in the background, the system
+            // starts it at its discretion (Apple: `isDiscretionary` is then treated as true).
             start(session.downloadTask(withResumeData: resumeData), id: id)
             logger.info("the system's task failed; resumed from its resume data", metadata: ["id": "\(id)"])
             return
@@ -94,8 +95,9 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
     }
 
     /// Every event of a relaunch is delivered: the system's handler is called on the main
-    /// queue, as Apple asks, after the adoptions they started; if the app has not given the
-    /// handler yet, it is called as soon as it does.
+    /// queue, as Apple asks, at once (each arrived file was kept before its event returned;
+    /// adoption goes on after); if the app has not given the handler yet, it is called as
+    /// soon as it does.
     public func urlSessionDidFinishEvents(forBackgroundURLSession session: URLSession) {
         let handler = state.withLock { s -> MainThreadHandler? in
             guard let handler = s.eventsHandler else { s.eventsDelivered = true; return nil }

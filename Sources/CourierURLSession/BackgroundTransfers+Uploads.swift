@@ -24,6 +24,12 @@ extension BackgroundTransfers {
                 await endUploadPiece(request.piece, status: nil, headers: [:], "the URL cannot be handed to URLSession")
                 continue
             }
+            // The same rule as downloads: credentials go to the system only when allowed
+            // (Apple reserves `Authorization`; a background session follows redirects itself).
+            if !handsOffCredentials, request.headers.contains(where: { $0.name.lowercased() == "authorization" }) {
+                await endUploadPiece(request.piece, status: nil, headers: [:], "its credentials stay with the engine (handsOffCredentials)")
+                continue
+            }
             var urlRequest = URLRequest(url: url)
             urlRequest.httpMethod = request.method
             urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
@@ -136,7 +142,7 @@ extension BackgroundTransfers {
     /// cancelled and their pieces go back to their uploads (upload tasks have no resume data).
     func takeBackUploads(share: Double) async {
         let tasks = state.withLock { $0.uploadTasks }
-        for (taskID, task) in tasks where task.state != .completed {
+        for (taskID, task) in tasks where Self.isLive(task) {
             if TakeBackRule.leavesToFinish(received: task.countOfBytesSent, expectedToReceive: task.countOfBytesExpectedToSend, share: share) { continue }
             let mine = state.withLock { s -> Bool in
                 guard s.uploadTasks[taskID] === task else { return false }

@@ -57,14 +57,16 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var replacing: Set<String> = []
         /// Ids whose task's file arrived (so its completion does not take the download back).
         var arrived: Set<String> = []
-        /// The system's relaunch handler, called once its events are delivered and adopted.
+        /// The system's relaunch handler, called once its events are delivered (each arrived
+        /// file kept before its event returned).
         var eventsHandler: MainThreadHandler?
         /// The session delivered its events before the app gave the handler.
         var eventsDelivered = false
         /// Adoptions under way, so ``takeBack()`` returns after them.
         var adopting: [String: Task<Void, Never>] = [:]
         var actsOnEvents = true
-        /// Between ``handOffRunning()`` / ``handOff(id:)`` and ``takeBack()``: the app is away.
+        /// Between ``handOffAll(among:)`` / ``handOff(id:)`` / ``handOffUploads(_:)`` and
+        /// ``takeBack()``: the app is away.
         var inBackground = false
         var handOffRetries: [String: Int] = [:]
         var finishShare = 0.5
@@ -75,8 +77,9 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
 
     /// Gives the handler iOS passes to
     /// `application(_:handleEventsForBackgroundURLSession:completionHandler:)`: it is called
-    /// on the main queue once the session has delivered every event and what arrived is
-    /// adopted (at once, if that already happened). Call it on the main thread, as UIKit does.
+    /// on the main queue once the session has delivered every event (each arrived file is
+    /// kept before its event returns; adoption goes on after), at once if that already
+    /// happened. Call it on the main thread, as UIKit does.
     public func systemEventsHandler(_ handler: @escaping () -> Void) {
         let wrapped = MainThreadHandler(call: handler)
         let delivered = state.withLock { s -> Bool in
@@ -151,7 +154,10 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     /// meanwhile. `ids`: only these (all when `nil`). Returns the ids handed off.
     @discardableResult
     public func handOffAll(among ids: Set<String>? = nil) async -> [String] {
-        state.withLock { $0.inBackground = true }
+        state.withLock { s in
+            s.inBackground = true
+            s.eventsDelivered = false   // a delivery before this hand-off is not this one's
+        }
         await downloader.holdQueue()
         var handed: [String] = []
         do {
@@ -239,10 +245,11 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         let (tasks, share) = state.withLock { s in
             s.inBackground = false
             s.handOffRetries = [:]
+            s.eventsDelivered = false   // a handler given from now on waits for the next delivery
             return (s.tasks, s.finishShare)
         }
         await takeBackUploads(share: share)
-        for (id, task) in tasks.sorted(by: { $0.key < $1.key }) where task.state != .completed {
+        for (id, task) in tasks.sorted(by: { $0.key < $1.key }) where Self.isLive(task) {
             if TakeBackRule.leavesToFinish(received: task.countOfBytesReceived, expectedToReceive: task.countOfBytesExpectedToReceive, share: share) {
                 logger.info("left to finish in the system: \(task.countOfBytesReceived) bytes fetched", metadata: ["id": "\(id)"])
                 continue
@@ -268,7 +275,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         // here) is given back after a second.
         let deadline = ContinuousClock.now + .seconds(1)
         while true {
-            let ended = state.withLock { $0.tasks.filter { $0.value.state == .completed } }
+            let ended = state.withLock { $0.tasks.filter { !Self.isLive($0.value) } }
             if ended.isEmpty { break }
             if ContinuousClock.now >= deadline {
                 for (id, task) in ended {
@@ -339,6 +346,11 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         }
     }
 
+    /// Whether `task` may still deliver a reply: running or suspended. (`.canceling` may
+    /// never become `.completed` in Apple's account of it, and its end may have been
+    /// reported already.)
+    static func isLive(_ task: URLSessionTask) -> Bool { task.state == .running || task.state == .suspended }
+
     /// The session's tasks that are still running (a background session's survive the app):
     /// downloads by id, upload pieces by task description.
     func liveTasks() async -> (downloads: [String: URLSessionDownloadTask], uploads: [String: URLSessionTask]) {
@@ -347,7 +359,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var uploads: [String: URLSessionTask] = [:]
         // A completed one is left out: its download is given back (or its file, if the
         // session delivered it first, adopted), never waited for.
-        for task in tasks where task.state != .completed {
+        for task in tasks where Self.isLive(task) {
             guard let id = task.taskDescription else { continue }
             if id.hasPrefix(UploadHandOffPiece.taskPrefix) { uploads[id] = task } else if let download = task as? URLSessionDownloadTask { byID[id] = download }
         }
