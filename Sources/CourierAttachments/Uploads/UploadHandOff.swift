@@ -20,42 +20,34 @@ public protocol UploadHandingOff: Sendable {
 enum UploadPieceFile {
     static func write(_ source: UploadSource, offset: Int64, length: Int64, to url: URL) throws -> (md5: String, sha256: String, md5Data: Data, sha256Data: Data) {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        guard let input = FileHandle(forReadingAtPath: source.url.path) else {
-            throw CourierError(.fileNotFound, "\(source.url.lastPathComponent) cannot be opened for the upload")
-        }
-        defer { try? input.close() }   // read-only: nothing to lose
         FileManager.default.createFile(atPath: url.path, contents: nil)
         guard let output = FileHandle(forWritingAtPath: url.path) else {
             throw CourierError(.writeFailed, "cannot write \(url.path) for the hand-off")
         }
-        var md5 = Insecure.MD5(), sha256 = SHA256()
+        let digests: (md5: Data, sha256: Data)
         do {
-            try input.seek(toOffset: UInt64(offset))
-            var left = length
-            while left > 0 {
-                let data = try input.read(upToCount: Int(min(left, 1 << 20))) ?? Data()
-                guard !data.isEmpty else { throw UploadSource.Changed(source.url).error }
-                md5.update(data: data)
-                sha256.update(data: data)
-                try output.write(contentsOf: data)
-                left -= Int64(data.count)
-            }
+            digests = try hashing(source, offset: offset, length: length) { try output.write(contentsOf: $0) }
             try Durability.sync(output)
             try output.close()
         } catch let error as CourierError {
-            try? output.close()
+            try? output.close()   // the piece failed already; its error is the one to report
             throw error
         } catch {
-            try? output.close()
+            try? output.close()   // the piece failed already; its error is the one to report
             throw CourierError(.writeFailed, "cannot write \(url.path) for the hand-off", underlying: error)
         }
-        let m = Data(md5.finalize()), s = Data(sha256.finalize())
-        return (SHA256Hex.hex(m), SHA256Hex.hex(s), m, s)
+        return (SHA256Hex.hex(digests.md5), SHA256Hex.hex(digests.sha256), digests.md5, digests.sha256)
     }
 
     /// The digests of a range of the source, read and not copied (a piece whose body is the
     /// source itself).
     static func digests(_ source: UploadSource, offset: Int64, length: Int64) throws -> (md5: String, sha256: String) {
+        let digests = try hashing(source, offset: offset, length: length) { _ in }
+        return (SHA256Hex.hex(digests.md5), SHA256Hex.hex(digests.sha256))
+    }
+
+    /// Reads the range in 1 MiB slices, hashing each and handing it to `each`.
+    private static func hashing(_ source: UploadSource, offset: Int64, length: Int64, _ each: (Data) throws -> Void) throws -> (md5: Data, sha256: Data) {
         guard let input = FileHandle(forReadingAtPath: source.url.path) else {
             throw CourierError(.fileNotFound, "\(source.url.lastPathComponent) cannot be opened for the upload")
         }
@@ -68,9 +60,10 @@ enum UploadPieceFile {
             guard !data.isEmpty else { throw UploadSource.Changed(source.url).error }
             md5.update(data: data)
             sha256.update(data: data)
+            try each(data)
             left -= Int64(data.count)
         }
-        return (SHA256Hex.hex(Data(md5.finalize())), SHA256Hex.hex(Data(sha256.finalize())))
+        return (Data(md5.finalize()), Data(sha256.finalize()))
     }
 
     /// Where piece `number` of upload `id` is written.

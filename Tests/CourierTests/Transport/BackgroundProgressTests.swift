@@ -19,12 +19,14 @@ import Testing
 
     /// A download whose engine reply stalls after `stall` bytes, handed off once its partial
     /// holds 1 MiB; every reply is paced at `pace` bytes a second.
-    private func handedOff(_ fx: Fixture, size: Int, pace: Int64?, seed: UInt64 = 1) async throws -> (Data, Downloader, BackgroundTransfers) {
-        let data = try fx.serve("f.bin", size: size, seed: seed)
+    private func handedOff(_ fx: Fixture, size: Int, pace: Int64?, _ configure: (inout DownloaderConfiguration) -> Void = { _ in },
+                           before: (Downloader) -> Void = { _ in }) async throws -> (Data, Downloader, BackgroundTransfers) {
+        let data = try fx.serve("f.bin", size: size)
         var fault = Fault(); fault.stallAfterBytes = 2 << 20; fault.times = 1
         fault.bytesPerSecond = pace
         fx.origin.setFault(fault, for: "/f.bin")
-        let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+        let d = try fx.downloader { $0.idleTimeout = .seconds(120); configure(&$0) }
+        before(d)
         try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
         #expect(try await eventually { fx.partialLength("f.bin") >= 1 << 20 })
         let bt = transfers(d)
@@ -35,15 +37,9 @@ import Testing
     @Test func theSystemsProgressReachesTheEventsAndTheStore() async throws {
         try await withFixture { fx in
             let size = 24 << 20
-            let data = try fx.serve("f.bin", size: size)
-            var fault = Fault(); fault.stallAfterBytes = 2 << 20; fault.times = 1; fault.bytesPerSecond = 12 << 20
-            fx.origin.setFault(fault, for: "/f.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .milliseconds(200) }
-            let stream = d.events(for: "x")
-            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-            #expect(try await eventually { fx.partialLength("f.bin") >= 1 << 20 })
-            let bt = transfers(d)
-            #expect(try await bt.handOff(id: "x"))
+            let stream = Locked<AsyncStream<DownloadEvent>?>(nil)
+            let (data, d, bt) = try await handedOff(fx, size: size, pace: 12 << 20, { $0.progressPersistInterval = .milliseconds(200) },
+                                                    before: { d in stream.withLock { $0 = d.events(for: "x") } })
             var stored: [Int64] = []
             while let record = try await d.record(id: "x"), record.state == .handedOff {
                 stored.append(record.bytesReceived)
@@ -55,7 +51,7 @@ import Testing
             #expect(record.state == .completed && fx.finalData("f.bin") == data)
             #expect(Set(stored).count >= 3 && stored == stored.sorted(), "\(stored)")   // the store follows the task
             var handedOffAt: Int? = nil, progress: [Int64] = []
-            for await event in stream {
+            for await event in try #require(stream.withLock { $0 }) {
                 if case .stateChanged(_, .handedOff, _) = event { handedOffAt = progress.count }
                 if case let .progress(p) = event, handedOffAt != nil { progress.append(p.bytesReceived) }
             }
