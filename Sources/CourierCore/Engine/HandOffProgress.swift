@@ -66,14 +66,15 @@ public final class HandOffProgress: Sendable {
     /// What the system's task has written so far, and of how many.
     public var written: (bytes: Int64, expected: Int64?) { state.withLock { ($0.written, $0.expected) } }
 
-    /// The hand-off ended: nothing more is published or stored.
+    /// The hand-off ended: the last bytes noted are published, then nothing more is
+    /// published or stored.
     func close() {
         let slot = state.withLock { s -> ProgressTicker.Slot? in
             s.closed = true
             defer { s.slot = nil }
             return s.slot
         }
-        if let slot { ticker.stop(slot) }
+        if let slot { ticker.stop(slot, publishing: true) }
     }
 }
 

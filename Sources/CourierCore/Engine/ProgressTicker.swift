@@ -74,9 +74,12 @@ final class ProgressTicker: Sendable {
         return slot
     }
 
-    /// Stops following `slot` (its attempt publishes its last progress itself).
-    func stop(_ slot: Slot) {
+    /// Stops following `slot` (its attempt publishes its last progress itself); `publishing`:
+    /// its last bytes are published first, when they were not yet (a hand-off's end, which has
+    /// no attempt of its own to say them).
+    func stop(_ slot: Slot, publishing: Bool = false) {
         state.withLock { _ = $0.slots.removeValue(forKey: ObjectIdentifier(slot)) }
+        if publishing { slot.publishIfChanged(to: hub) }
         slot.close()
     }
 
