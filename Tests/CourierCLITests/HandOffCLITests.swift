@@ -63,10 +63,11 @@ import Testing
         var list = ""
         for i in 0..<count {
             files["/f\(i).bin"] = try w.serve("f\(i).bin", size: size)
-            // The origin sends 16 MiB/s a request: the first two reach 10 MiB well before they
-            // end, and what a stopped reply had in flight stays small (a client-side limit
-            // would let the kernel's socket buffers take megabytes more).
-            var pace = Fault(); pace.bytesPerSecond = 16 << 20
+            // The origin sends 4 MiB/s a request: the first two reach 10 MiB well before they
+            // end, and what a stopped reply had in flight stays small even when a loaded
+            // machine reads late (a client-side limit would let the kernel's socket buffers
+            // take megabytes more).
+            var pace = Fault(); pace.bytesPerSecond = 4 << 20
             w.origin.setFault(pace, for: "/f\(i).bin")
             list += "\(w.origin.url("/f\(i).bin"))\n  out=f\(i).bin\n"
         }

@@ -11,7 +11,8 @@ import Glibc
 /// at half of 256 MiB what is left goes up in URLSession upload tasks from files (each S3
 /// part; the rest of a tus upload), then the upload completes. What went up, and how often,
 /// is read from the servers' own logs (moto's request log, the tus server's PATCH log).
-@Suite(.serialized) struct UploadHandOffCLITests {
+/// Heavy (four 256 MiB uploads): run alone by scripts/test.
+@Suite(.serialized) struct UploadHandOffHeavyTests {
     let aws = ["AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"]
 
     private func bucket() async throws -> (String, S3RemoteStorage) {
