@@ -7,8 +7,8 @@ import HTTPTypes
 
 /// Uploads handed to the system: each S3 part or tus chunk an upload task from a file
 /// (what a background session takes), recorded in the store before it is made
-/// (``UploadHandOffPiece``, written by the storage's `UploadHandingOff`). A task's reply is
-/// read by ``UploadPieceReply`` (the engine's own rule) and the piece recorded as the server
+/// (`UploadHandOffPiece`, written by the storage's `UploadHandingOff`). A task's reply is
+/// read by `UploadPieceReply` (the engine's own rule) and the piece recorded as the server
 /// confirmed it, in the transaction that ends its hand-off; a task that ends without a
 /// confirmation leaves the piece to the upload's next run, which asks the server what it
 /// holds first (S3 `ListParts`, tus `HEAD`), so a piece that arrived unrecorded is not

@@ -30,7 +30,7 @@ import Logging
 /// or is cancelled, or a download taken back, goes on in the engine from the kept bytes:
 /// the two never write the same file, because a hand-off ends once. While a download is
 /// away, its task's progress reaches the engine's events and the stored record
-/// (``HandOffProgress``). Coming back keeps what the system fetched (``takeBack()``).
+/// (`HandOffProgress`). Coming back keeps what the system fetched (``takeBack()``).
 ///
 /// Everything here is portable and tested on Linux with a default configuration standing
 /// in for the background one; only ``backgroundConfiguration(identifier:policies:)`` is
@@ -71,7 +71,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var handOffRetries: [String: Int] = [:]
         var finishShare = 0.5
         var lastKeepDuration: Duration?
-        /// Upload pieces' tasks, by task description (``UploadHandOffPiece/taskID``).
+        /// Upload pieces' tasks, by task description (`UploadHandOffPiece.taskID`).
         var uploadTasks: [String: URLSessionTask] = [:]
     }
 

@@ -4,7 +4,7 @@ import Foundation
 
 /// An upload that can be handed to the system while the app is suspended: what it has not
 /// sent (S3 parts, the rest of a tus upload) becomes upload tasks from files, recorded in
-/// the journal's store (``UploadHandOffPiece``) before they exist. Called once the upload's
+/// the journal's store (`UploadHandOffPiece`) before they exist. Called once the upload's
 /// own run has stopped; its next run (after the tasks ended) sends only what the server
 /// does not hold, and completes.
 public protocol UploadHandingOff: Sendable {

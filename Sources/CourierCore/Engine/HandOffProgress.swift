@@ -1,7 +1,7 @@
 import Foundation
 
 /// The system's progress on one handed-off download: what its task wrote, turned into the
-/// engine's own `.progress` events (through the downloader's ``ProgressTicker``, so as often
+/// engine's own `.progress` events (through the downloader's progress ticker, so as often
 /// as a running download's) and into the stored record's `bytesReceived` (at most once per
 /// ``DownloaderConfiguration/progressPersistInterval``), so a relaunched app and
 /// `courier status` show where the transfer is while the app is away.
