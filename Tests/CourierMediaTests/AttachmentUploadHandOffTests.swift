@@ -28,6 +28,7 @@ import Testing
         var options = AttachmentQueueOptions()
         options.syncInterval = .zero
         options.uploadBytesPerSecond = 16 << 20   // 4 s for the film: the hand-off finds it midway
+        options.maxConcurrentTransfers = 1          // the clip waits behind it: not begun at the hand-off
         let queue = try AttachmentQueue(database: try DatabasePool(path: base.appendingPathComponent("app.sqlite").path),
                                         directory: app.appendingPathComponent("attachments"), remoteStorage: s3, options: options, downloader: downloader)
         let lifecycle = AppLifecycle(downloader: downloader, backgroundSessionIdentifier: "courier.tests.queue-handoff", uploads: [queue])
@@ -35,6 +36,8 @@ import Testing
 
         let film = Data((0..<(64 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
         let saved = try await queue.saveFile(data: film, mediaType: "video/mp4", fileExtension: "mp4")
+        let clip = Data((0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 40_503 >> 7) })
+        let waiting = try await queue.saveFile(data: clip, mediaType: "video/mp4", fileExtension: "mp4")
         try await queue.startSync()
         let journal = "attachment:\(saved.id)"
         #expect(try await eventually(timeout: .seconds(60)) { (try await downloader.database.upload(id: journal)?.record.confirmedBytes ?? 0) >= 20 << 20 })
@@ -42,17 +45,24 @@ import Testing
         let handedOff = try await downloader.database.uploadHandOffPieces(uploadId: journal)
         let confirmedAtHandOff = Set(try await downloader.database.upload(id: journal)?.parts.map(\.number) ?? [])
         #expect(!handedOff.isEmpty)
+        // The clip had not begun: it was begun at the hand-off, all three of its parts with the system.
+        #expect(try await downloader.database.uploadHandOffPieces(uploadId: "attachment:\(waiting.id)").map(\.number) == [1, 2, 3])
 
-        #expect(try await eventually(timeout: .seconds(60)) { try await queue.attachment(id: saved.id)?.state == .synced })
+        #expect(try await eventually(timeout: .seconds(60)) {
+            let film = try await queue.attachment(id: saved.id)?.state, clip = try await queue.attachment(id: waiting.id)?.state
+            return film == .synced && clip == .synced
+        })
         let out = base.appendingPathComponent("back.bin")
         try await s3.download(saved, to: out)
         #expect(try Data(contentsOf: out) == film)
+        try await s3.download(waiting, to: out)
+        #expect(try Data(contentsOf: out) == clip)
         #expect(try await s3.pendingMultipartUploads().isEmpty)
         #expect(try await downloader.database.uploadHandOffPieces().isEmpty)
         // moto's log: the handed-off parts went up presigned (by the tasks), none of those the
         // upload had confirmed before the hand-off did.
         if let log = MotoServer.shared.log, let text = try? String(contentsOf: log, encoding: .utf8) {
-            let byTasks = text.split(separator: "\n").filter { $0.contains("PUT /\(bucket)/") && $0.contains("X-Amz-Signature=") && $0.hasSuffix("\" 200 -") }
+            let byTasks = text.split(separator: "\n").filter { $0.contains("PUT /\(bucket)/up/\(saved.filename)?") && $0.contains("X-Amz-Signature=") && $0.hasSuffix("\" 200 -") }
                 .compactMap { line in line.split(separator: "&").first { $0.hasPrefix("partNumber=") }.flatMap { Int($0.dropFirst(11)) } }
             #expect(Set(byTasks) == Set(handedOff.map(\.number)), "\(byTasks.sorted()) vs \(handedOff.map(\.number))")
             #expect(Set(byTasks).isDisjoint(with: confirmedAtHandOff))

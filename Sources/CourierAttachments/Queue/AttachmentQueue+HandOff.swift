@@ -3,8 +3,8 @@ import Foundation
 
 /// The queue's uploads go to the system with the downloads when the app is about to be
 /// suspended (pass the queue to `AppLifecycle(…, uploads:)`): the pass under way stops, and
-/// each upload that has begun hands what it has not sent to upload tasks
-/// (``UploadHandingOff``). While its pieces are out the queue does not run that upload;
+/// each upload waiting (begun or not; a file small enough for one S3 request waits for the
+/// next pass) hands what it has not sent to upload tasks (``UploadHandingOff``). While its pieces are out the queue does not run that upload;
 /// once they all ended it runs a pass, which sends what the server does not hold and
 /// completes the upload.
 extension AttachmentQueue: BackgroundUploading {
@@ -27,7 +27,7 @@ extension AttachmentQueue: BackgroundUploading {
             // Only a plain file (the default local storage): a piece's body may be the file itself.
             guard let uri = attachment.localURI, let file = localStorage.plainFileURL(uri) else { continue }
             do {
-                requests += try await storage.handOffRemainder(of: file, journal: uploadJournal(for: attachment), folder: folder)
+                requests += try await storage.handOffRemainder(of: file, attachment: attachment, journal: uploadJournal(for: attachment), folder: folder)
             } catch {
                 logger.warning("attachment \(attachment.id)'s upload stays with the queue: \(error)")
             }

@@ -48,10 +48,14 @@ public final class TusRemoteStorage: ResumableRemoteStorage, ResumableUploadStor
 
     /// Uploads the file with tus, going on where the journal's upload stopped.
     public func upload(fileAt file: URL, attachment: Attachment, journal: UploadJournal) async throws {
-        let name = try SafePath.validateRelative(attachment.filename)
-        var metadata = ["filename": name]
+        _ = try await uploader.upload(file, metadata: try Self.metadata(file, attachment), journal: journal)
+    }
+
+    /// The creation's `Upload-Metadata`: the attachment's name and type.
+    static func metadata(_ file: URL, _ attachment: Attachment) throws -> [String: String] {
+        var metadata = ["filename": try SafePath.validateRelative(attachment.filename)]
         if let type = attachment.mediaType { metadata["filetype"] = type }
-        _ = try await uploader.upload(file, metadata: metadata, journal: journal)
+        return metadata
     }
 
     /// GETs the finished file into `destination` (the queue uses the resumable engine instead).

@@ -206,7 +206,7 @@ public final class TusUploader: Sendable {
             && TusHeaders.checksumAlgorithms(response.headerFields.first(name: "Tus-Checksum-Algorithm")).contains("sha1")
     }
 
-    private func create(size: Int64, metadata: [String: String]) async throws -> URL {
+    func create(size: Int64, metadata: [String: String]) async throws -> URL {
         let encoded = TusHeaders.metadata(metadata)
         let response = try await send(.post, endpoint, [("Upload-Length", String(size))] + (encoded.isEmpty ? [] : [("Upload-Metadata", encoded)]),
                                       body: .bytes(Data()), timeout: .seconds(60))

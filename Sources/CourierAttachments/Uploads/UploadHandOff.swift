@@ -8,11 +8,13 @@ import Foundation
 /// own run has stopped; its next run (after the tasks ended) sends only what the server
 /// does not hold, and completes.
 public protocol UploadHandingOff: Sendable {
-    /// The requests for what upload `journal.id` of `file` has not sent; each piece's body
-    /// is written under `folder` (synced) and recorded before this returns. Empty when
-    /// nothing can be handed off (the upload has no record or server handle yet, or the
-    /// file changed: its next run starts it again).
-    func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest]
+    /// The requests for what upload `journal.id` of `file` (as `attachment`) has not sent;
+    /// each piece's body is written under `folder` (synced) and recorded before this
+    /// returns. An upload that has not begun is begun here (the server's handle made and
+    /// recorded), so the system sends all of it. Empty when nothing can be handed off: a
+    /// file small enough for one request, or one changed since its upload began (its next
+    /// run starts it again).
+    func handOffRemainder(of file: URL, attachment: Attachment, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest]
 }
 
 /// A piece's body: a copy of the source's bytes written beside the other pieces, synced,
@@ -77,16 +79,25 @@ extension S3RemoteStorage: UploadHandingOff {
     /// for with a presigned `UploadPart` URL (valid for 7 days, S3's longest: the system may
     /// send a task hours later) that signs the part's `Content-MD5` and SHA-256, so the
     /// server takes only these bytes under that number.
-    public func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+    public func handOffRemainder(of file: URL, attachment: Attachment, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
         let db = journal.database
-        guard let existing = try await db.upload(id: journal.id), existing.record.kind == .s3, let uploadID = existing.record.remoteId,
-              let slash = existing.record.target.firstIndex(of: "/") else { return [] }
+        let key = try key(for: attachment)
+        let target = "\(configuration.bucket)/\(key)"
         let source = try UploadSource(url: file)
         let partSize = partSize(forSize: source.size)
-        guard source.size > configuration.multipartThreshold,
-              case .resume = UploadResume.decide(record: existing.record, source: source, kind: .s3, target: existing.record.target, partSize: partSize)
+        guard source.size > configuration.multipartThreshold else { return [] }
+        var existing = try await db.upload(id: journal.id)
+        if existing?.record.remoteId == nil {
+            // Not begun: begun here, so every part goes to the system.
+            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
+                                                  kind: .s3, target: target, partSize: partSize))
+            let headers = (attachment.mediaType.map { [("Content-Type", $0)] } ?? []) + [("x-amz-checksum-algorithm", "SHA256")]
+            try await db.noteUploadHandle(id: journal.id, remoteId: try await createMultipart(key: key, headers: headers))
+            existing = try await db.upload(id: journal.id)
+        }
+        guard let existing, existing.record.kind == .s3, let uploadID = existing.record.remoteId,
+              case .resume = UploadResume.decide(record: existing.record, source: source, kind: .s3, target: target, partSize: partSize)
         else { return [] }
-        let key = String(existing.record.target[existing.record.target.index(after: slash)...])
         let planned = MultipartPlan.parts(size: source.size, partSize: partSize)
         var taken = Set(existing.parts.map(\.number)).union(try await db.uploadHandOffPieces(uploadId: journal.id).map(\.number))
         // A part the server took while the stopped run could not record it is recorded now
@@ -114,16 +125,30 @@ extension S3RemoteStorage: UploadHandingOff {
     }
 }
 
-extension TusUploader: UploadHandingOff {
+extension TusRemoteStorage: UploadHandingOff {
+    public func handOffRemainder(of file: URL, attachment: Attachment, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+        try await uploader.handOffRemainder(of: file, metadata: Self.metadata(file, attachment), journal: journal, folder: folder)
+    }
+}
+
+extension TusUploader {
     /// The rest of the upload from the server's offset, as one `PATCH` whose body is the
     /// source file itself when nothing was sent yet (tus's offset is then 0: no copy), else
-    /// a copy of the rest.
-    public func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+    /// a copy of the rest. An upload that has not begun is created here (`metadata` goes with
+    /// the creation).
+    public func handOffRemainder(of file: URL, metadata: [String: String], journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
         let db = journal.database
-        guard let existing = try await db.upload(id: journal.id), existing.record.kind == .tus, let remote = existing.record.remoteId,
-              let url = URL(string: remote), try await db.uploadHandOffPieces(uploadId: journal.id).isEmpty else { return [] }
         let source = try UploadSource(url: file)
-        guard case .resume = UploadResume.decide(record: existing.record, source: source, kind: .tus, target: endpoint.absoluteString, partSize: chunkSize),
+        guard source.size > 0, try await db.uploadHandOffPieces(uploadId: journal.id).isEmpty else { return [] }
+        var existing = try await db.upload(id: journal.id)
+        if existing?.record.remoteId == nil {
+            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
+                                                  kind: .tus, target: endpoint.absoluteString, partSize: chunkSize))
+            try await db.noteUploadHandle(id: journal.id, remoteId: try await create(size: source.size, metadata: metadata).absoluteString)
+            existing = try await db.upload(id: journal.id)
+        }
+        guard let existing, existing.record.kind == .tus, let remote = existing.record.remoteId, let url = URL(string: remote),
+              case .resume = UploadResume.decide(record: existing.record, source: source, kind: .tus, target: endpoint.absoluteString, partSize: chunkSize),
               try Self.changedChunk(existing.parts, source) == nil,
               let offset = try await serverOffset(url, size: source.size), offset < source.size else { return [] }
         let number = (existing.parts.map(\.number).max() ?? 0) + 1

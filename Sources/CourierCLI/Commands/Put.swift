@@ -211,8 +211,11 @@ private enum PutDestination: Sendable {
     /// What the upload has not sent, as requests for upload tasks (`put --hand-off-at`).
     func handOffRemainder(_ source: UploadSource, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
         switch self {
-        case let .s3(storage, _, _): return try await storage.handOffRemainder(of: source.url, journal: journal, folder: folder)
-        case let .tus(uploader): return try await uploader.handOffRemainder(of: source.url, journal: journal, folder: folder)
+        case let .s3(storage, _, prefixOrKey):
+            let attachment = Attachment(id: journal.id, filename: objectKey(for: source, prefixOrKey), state: .queuedUpload)
+            return try await storage.handOffRemainder(of: source.url, attachment: attachment, journal: journal, folder: folder)
+        case let .tus(uploader):
+            return try await uploader.handOffRemainder(of: source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal, folder: folder)
         }
     }
 
