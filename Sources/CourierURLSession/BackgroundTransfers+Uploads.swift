@@ -64,11 +64,33 @@ extension BackgroundTransfers {
     /// Upload pieces whose task is running in the system (this process's, or found at launch).
     public var uploadTasksInFlight: Int { state.withLock { $0.uploadTasks.count } }
 
+    /// The system's progress on an upload piece (the delegate's `didSendBodyData`): told to
+    /// the registered features per upload, at most about ten times a second.
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,
+                           totalBytesExpectedToSend: Int64) {
+        guard let taskID = task.taskDescription, taskID.hasPrefix(UploadHandOffPiece.taskPrefix),
+              let hash = taskID.lastIndex(of: "#") else { return }
+        let uploadId = String(taskID[taskID.index(taskID.startIndex, offsetBy: UploadHandOffPiece.taskPrefix.count)..<hash])
+        let prefix = UploadHandOffPiece.taskPrefix + uploadId + "#"
+        let now = ContinuousClock.now
+        let inFlight = state.withLock { s -> Int64? in
+            guard s.uploadTasks[taskID] === task else { return nil }
+            s.uploadSent[taskID] = totalBytesSent
+            if let last = s.uploadToldAt[uploadId], now - last < .milliseconds(100), totalBytesSent < totalBytesExpectedToSend { return nil }
+            s.uploadToldAt[uploadId] = now
+            return s.uploadSent.reduce(Int64(0)) { $1.key.hasPrefix(prefix) && s.uploadTasks[$1.key] != nil ? $0 + $1.value : $0 }
+        }
+        guard let inFlight else { return }
+        let uploaders = self.uploaders.withLock { $0 }
+        Task { for uploader in uploaders { await uploader.uploadHandOffProgress(uploadId: uploadId, inFlight: inFlight) } }
+    }
+
     /// An upload piece's task ended (the delegate's `didCompleteWithError`).
     func uploadTaskEnded(_ task: URLSessionTask, taskID: String) {
         let (current, acts) = state.withLock { s -> (Bool, Bool) in
             guard s.uploadTasks[taskID] === task else { return (false, s.actsOnEvents) }
             s.uploadTasks[taskID] = nil
+            s.uploadSent[taskID] = nil
             return (true, s.actsOnEvents)
         }
         guard current, acts else { return }

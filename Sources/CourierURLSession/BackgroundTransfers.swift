@@ -73,6 +73,9 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var lastKeepDuration: Duration?
         /// Upload pieces' tasks, by task description (`UploadHandOffPiece.taskID`).
         var uploadTasks: [String: URLSessionTask] = [:]
+        /// Bytes each upload piece's task has sent, and when each upload's progress was last told.
+        var uploadSent: [String: Int64] = [:]
+        var uploadToldAt: [String: ContinuousClock.Instant] = [:]
     }
 
     /// Gives the handler iOS passes to

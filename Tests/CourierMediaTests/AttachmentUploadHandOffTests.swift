@@ -29,6 +29,8 @@ import Testing
         options.syncInterval = .zero
         options.uploadBytesPerSecond = 16 << 20   // 4 s for the film: the hand-off finds it midway
         options.maxConcurrentTransfers = 1          // the clip waits behind it: not begun at the hand-off
+        let reports = Locked<[(id: String, sent: Int64)]>([])
+        options.uploadProgress = { attachment, progress in reports.withLock { $0.append((attachment.id, progress.sentBytes)) } }
         let queue = try AttachmentQueue(database: try DatabasePool(path: base.appendingPathComponent("app.sqlite").path),
                                         directory: app.appendingPathComponent("attachments"), remoteStorage: s3, options: options, downloader: downloader)
         let lifecycle = AppLifecycle(downloader: downloader, backgroundSessionIdentifier: "courier.tests.queue-handoff", uploads: [queue])
@@ -42,12 +44,17 @@ import Testing
         let journal = "attachment:\(saved.id)"
         #expect(try await eventually(timeout: .seconds(60)) { (try await downloader.database.upload(id: journal)?.record.confirmedBytes ?? 0) >= 20 << 20 })
         await lifecycle.sceneDidChange(to: .inactive)                       // the app is about to be suspended
+        let reportsBefore = reports.withLock { $0.count }
         let handedOff = try await downloader.database.uploadHandOffPieces(uploadId: journal)
         let confirmedAtHandOff = Set(try await downloader.database.upload(id: journal)?.parts.map(\.number) ?? [])
         #expect(!handedOff.isEmpty)
         // The clip had not begun: it was begun at the hand-off, all three of its parts with the system.
         #expect(try await downloader.database.uploadHandOffPieces(uploadId: "attachment:\(waiting.id)").map(\.number) == [1, 2, 3])
 
+        // The system's progress reaches the queue's own reports while the film is away.
+        #expect(try await eventually(timeout: .seconds(60)) { try await downloader.database.uploadHandOffPieces(uploadId: journal).isEmpty })
+        let away = reports.withLock { Array($0.dropFirst(reportsBefore)) }.filter { $0.id == saved.id }.map(\.sent)
+        #expect(Set(away).count >= 3 && away == away.sorted(), "\(away)")
         #expect(try await eventually(timeout: .seconds(60)) {
             let film = try await queue.attachment(id: saved.id)?.state, clip = try await queue.attachment(id: waiting.id)?.state
             return film == .synced && clip == .synced

@@ -35,8 +35,25 @@ extension AttachmentQueue: BackgroundUploading {
         return requests
     }
 
+    /// The system's progress on an attachment's upload, told as the queue's own upload
+    /// progress (``AttachmentQueueOptions/uploadProgress``): what the server confirmed plus
+    /// what the system's tasks have sent since.
+    public func uploadHandOffProgress(uploadId: String, inFlight: Int64) async {
+        let prefix = Self.downloadID("")
+        guard let report = options.uploadProgress, uploadId.hasPrefix(prefix),
+              let record = try? await engineDatabase.upload(id: uploadId)?.record,   // unreadable: this report is skipped, the next one comes
+              let attachment = try? await attachment(id: String(uploadId.dropFirst(prefix.count))) else { return }   // the same
+        // Reports arrive from several tasks, not in order: only a larger count is told.
+        let sent = min(record.sourceSize, record.confirmedBytes + inFlight)
+        guard sent > handOffReported[uploadId, default: -1] else { return }
+        handOffReported[uploadId] = sent
+        report(attachment, UploadProgress(id: uploadId, sentBytes: sent, confirmedBytes: record.confirmedBytes, totalBytes: record.sourceSize,
+                                          resumedFrom: record.confirmedBytes, bytesPerSecond: 0, secondsRemaining: nil))
+    }
+
     public func uploadHandOffEnded(uploadId: String) async {
         guard uploadId.hasPrefix(Self.downloadID("")) else { return }
+        handOffReported[uploadId] = nil
         requestSync()
     }
 

@@ -51,6 +51,8 @@ public actor AttachmentQueue {
     /// Between the start and the end of ``handOffUploads(to:)``: nothing new starts, and a
     /// transfer stopped for it is not a failure.
     var handingOff = false
+    /// The largest progress told for each upload with the system (``uploadHandOffProgress(uploadId:inFlight:)``).
+    var handOffReported: [String: Int64] = [:]
     /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.
     var stopped = true
 

@@ -33,4 +33,8 @@ public protocol BackgroundUploading: Sendable {
     /// feature goes on with it (its next run sends what the server does not hold and
     /// completes). Called for every upload; a feature ignores the ids that are not its own.
     func uploadHandOffEnded(uploadId: String) async
+    /// The system's tasks for upload `uploadId` have sent `inFlight` bytes of the pieces not
+    /// yet confirmed (about ten times a second at most): the feature reports its progress
+    /// (what the server confirmed, stored, plus these).
+    func uploadHandOffProgress(uploadId: String, inFlight: Int64) async
 }
