@@ -39,6 +39,9 @@ public final class AppLifecycle: Sendable {
     /// The background session's identifier, when the lifecycle made the session.
     public let backgroundSessionIdentifier: String?
     private let away = Locked(false)
+    /// The phase change under way: the next one waits for it (a flip to `.active` and back
+    /// never runs a take-back beside a hand-off).
+    private let lastChange = Locked<Task<Void, Never>?>(nil)
 
     /// Makes the lifecycle of `downloader`, with `background` for hand-offs (`nil`: the
     /// phases change nothing).
@@ -78,6 +81,16 @@ public final class AppLifecycle: Sendable {
     /// (and at `.background`, for a scene that skips `.inactive`); at `.active` they come
     /// back, keeping what the system fetched (`BackgroundTransfers.takeBack()`).
     public func sceneDidChange(to phase: Phase) async {
+        let step = lastChange.withLock { last -> Task<Void, Never> in
+            let previous = last
+            let step = Task { await previous?.value; await self.apply(phase) }
+            last = step
+            return step
+        }
+        await step.value
+    }
+
+    private func apply(_ phase: Phase) async {
         guard let background else { return }
         switch phase {
         case Self.handOffPhase, .background:   // .background: a scene that skips .inactive

@@ -22,7 +22,8 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
         }
         let started = ContinuousClock.now
         do {
-            try stash.keep(id, location: location, status: http.statusCode, headers: headers)
+            let resumed = state.withLock { $0.resumed.contains(id) }
+            try stash.keep(id, location: location, status: http.statusCode, headers: headers, resumed: resumed)
             state.withLock { $0.lastKeepDuration = ContinuousClock.now - started }
         } catch {
             logger.warning("the system's file could not be kept; the download goes on from its kept bytes: \(error)", metadata: ["id": "\(id)"])
@@ -66,7 +67,7 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
             // it fetches only the rest; its file is judged as the resumed reply says
             // (`Downloader.adoptHandOff`). Made while the app is in the background, the system
             // starts it at its discretion (Apple: `isDiscretionary` is then treated as true).
-            start(session.downloadTask(withResumeData: resumeData), id: id)
+            start(session.downloadTask(withResumeData: resumeData), id: id, resumed: true)
             logger.info("the system's task failed; resumed from its resume data", metadata: ["id": "\(id)"])
             return
         }
@@ -77,7 +78,7 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
             track(id) { transfers in
                 transfers.stash.discard(id)
                 await transfers.giveBack(id, reason)
-                if retry {
+                if retry, transfers.state.withLock({ $0.inBackground }) {   // not if the app came back meanwhile
                     do { try await transfers.handOff(id: id) } catch {
                         transfers.logger.warning("handing off again failed; the download stays with the engine: \(error)", metadata: ["id": "\(id)"])
                     }

@@ -40,7 +40,7 @@ extension BackgroundTransfers {
             }
             guard mine else { continue }
             if let resumeData {
-                start(session.downloadTask(withResumeData: resumeData), id: id)
+                start(session.downloadTask(withResumeData: resumeData), id: id, resumed: true)
                 logger.info("resumed in the system from its resume data", metadata: ["id": "\(id)"])
                 continue
             }

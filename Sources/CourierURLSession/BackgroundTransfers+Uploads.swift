@@ -26,7 +26,7 @@ extension BackgroundTransfers {
             }
             // The same rule as downloads: credentials go to the system only when allowed
             // (Apple reserves `Authorization`; a background session follows redirects itself).
-            if !handsOffCredentials, request.headers.contains(where: { $0.name.lowercased() == "authorization" }) {
+            if !handsOffCredentials, request.carriesCredentials {
                 await endUploadPiece(request.piece, status: nil, headers: [:], "its credentials stay with the engine (handsOffCredentials)")
                 continue
             }
@@ -85,26 +85,32 @@ extension BackgroundTransfers {
         Task { for uploader in uploaders { await uploader.uploadHandOffProgress(uploadId: uploadId, inFlight: inFlight) } }
     }
 
-    /// An upload piece's task ended (the delegate's `didCompleteWithError`).
+    /// An upload piece's task ended (the delegate's `didCompleteWithError`). The stored row
+    /// is the authority: a task this process does not know (a relaunch delivers the ends
+    /// before ``recover()`` runs) is judged too when it brings a reply, which is checked
+    /// against the row's digests and offset; one without a reply speaks only for itself.
     func uploadTaskEnded(_ task: URLSessionTask, taskID: String) {
-        let (current, acts) = state.withLock { s -> (Bool, Bool) in
-            guard s.uploadTasks[taskID] === task else { return (false, s.actsOnEvents) }
-            s.uploadTasks[taskID] = nil
-            s.uploadSent[taskID] = nil
-            return (true, s.actsOnEvents)
+        let reply = Self.reply(of: task)
+        let (judged, acts) = state.withLock { s -> (Bool, Bool) in
+            let current = s.uploadTasks[taskID] === task
+            if current { s.uploadTasks[taskID] = nil; s.uploadSent[taskID] = nil }
+            return (current || (s.uploadTasks[taskID] == nil && reply != nil), s.actsOnEvents)
         }
-        guard current, acts else { return }
-        let http = task.response as? HTTPURLResponse
-        var pairs: [(String, String)] = []
-        for (name, value) in http?.allHeaderFields ?? [:] {
-            if let name = name as? String, let value = value as? String { pairs.append((name, value)) }
-        }
-        let status = http?.statusCode
-        let headers = HTTPFields(pairs)
+        guard judged, acts else { return }
         track(taskID) { transfers in
             guard let piece = await transfers.piece(taskID) else { return }
-            await transfers.endUploadPiece(piece, status: status, headers: headers, status == nil ? "the task ended without a reply" : nil)
+            await transfers.endUploadPiece(piece, status: reply?.status, headers: reply?.headers ?? [:], reply == nil ? "the task ended without a reply" : nil)
         }
+    }
+
+    /// A finished task's status and headers, if a reply came.
+    static func reply(of task: URLSessionTask) -> (status: Int, headers: HTTPFields)? {
+        guard let http = task.response as? HTTPURLResponse else { return nil }
+        var pairs: [(String, String)] = []
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { pairs.append((name, value)) }
+        }
+        return (http.statusCode, HTTPFields(pairs))
     }
 
     /// The stored piece a task speaks for.
@@ -150,13 +156,31 @@ extension BackgroundTransfers {
         try await recoverUploads(await liveTasks().uploads)
     }
 
-    func recoverUploads(_ live: [String: URLSessionTask]) async throws {
-        for piece in try await downloader.database.uploadHandOffPieces() {
-            if let task = live[piece.taskID] {
+    /// `all`: the session's upload tasks by task description, ended ones too (their reply
+    /// is judged here, whether or not the delegate already saw it).
+    func recoverUploads(_ all: [String: URLSessionTask]) async throws {
+        let me = downloader.leaseOwner
+        // Another live process's pieces are its own (a second `courier put` on the store).
+        let pieces = try await downloader.database.uploadHandOffPieces().filter { piece in
+            guard let owner = piece.owner else { return true }
+            return me.sharesProcess(with: owner) || !me.mayBeAlive(owner)
+        }
+        for piece in pieces {
+            if let task = all[piece.taskID], Self.isLive(task) {
                 state.withLock { $0.uploadTasks[piece.taskID] = task }
                 continue
             }
-            await track(piece.taskID) { transfers in await transfers.endUploadPiece(piece, status: nil, headers: [:], "the system's task is gone") }.value
+            let reply = all[piece.taskID].flatMap(Self.reply(of:))
+            await track(piece.taskID) { transfers in
+                await transfers.endUploadPiece(piece, status: reply?.status, headers: reply?.headers ?? [:], reply == nil ? "the system's task is gone" : nil)
+            }.value
+        }
+        // Copies no row owns (a kill between a copy and its row, or between a commit and its
+        // unlink, or rows a deleted upload took with it) are deleted.
+        let folder = stash.folder.appendingPathComponent("uploads")
+        let owned = Set(try await downloader.database.uploadHandOffPieces().filter(\.ownsBody).map { URL(fileURLWithPath: $0.bodyPath).lastPathComponent })   // every process's
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [] where name.hasSuffix(".part") && !owned.contains(name) {   // no folder: nothing to tidy
+            unlink(folder.appendingPathComponent(name).path)
         }
     }
 

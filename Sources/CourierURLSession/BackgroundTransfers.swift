@@ -57,6 +57,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         var replacing: Set<String> = []
         /// Ids whose task's file arrived (so its completion does not take the download back).
         var arrived: Set<String> = []
+        /// Ids whose current task was made from resume data.
+        var resumed: Set<String> = []
         /// The system's relaunch handler, called once its events are delivered (each arrived
         /// file kept before its event returned).
         var eventsHandler: MainThreadHandler?
@@ -99,13 +101,21 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         let call: () -> Void
     }
 
-    /// Calls the system's handler on the main queue at once: every file the session
-    /// delivered is already kept (moved out of the system's place, synced, its head
-    /// written) before its delegate call returned, so it is safe. The adoptions go on
-    /// meanwhile; one the suspension interrupts is done again at the next launch
-    /// (``recover()``), from the kept file.
+    /// Calls the system's handler on the main queue once the upload pieces' ends are
+    /// recorded, not waiting for the downloads' adoptions: every file the session delivered
+    /// is already kept (moved out of the system's place, synced, its head written) before
+    /// its delegate call returned, so it is safe. The adoptions go on meanwhile; one the
+    /// suspension interrupts is done again at the next launch (``recover()``), from the
+    /// kept file.
     func finishSystemEvents(_ handler: MainThreadHandler) {
-        DispatchQueue.main.async { handler.call() }
+        // An upload piece's end is one short write (the server's confirmation): waited for,
+        // so a suspension cannot lose what only the delegate saw.
+        let uploads = state.withLock { $0.adopting.filter { $0.key.hasPrefix(UploadHandOffPiece.taskPrefix) }.map(\.value) }
+        guard !uploads.isEmpty else { return DispatchQueue.main.async { handler.call() } }
+        Task {
+            for end in uploads { await end.value }
+            DispatchQueue.main.async { handler.call() }
+        }
     }
 
     /// False: the delegate still keeps a task's file (as it must before returning) but acts
@@ -178,6 +188,13 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         return handed
     }
 
+    /// The running downloads only: ``handOffAll(among:)`` hands off the queued ones too.
+    @available(*, deprecated, renamed: "handOffAll(among:)", message: "handOffAll() also hands off the queued downloads")
+    @discardableResult
+    public func handOffRunning() async -> [String] {
+        await handOffAll(among: await downloader.runningIDs)
+    }
+
     /// Hands download `id` to the system; false when there was nothing to hand off.
     @discardableResult
     public func handOff(id: String) async throws -> Bool {
@@ -196,9 +213,14 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         return true
     }
 
-    func start(_ task: URLSessionDownloadTask, id: String) {
+    /// `resumed`: made from the system's resume data (its file is read as such on arrival).
+    func start(_ task: URLSessionDownloadTask, id: String, resumed: Bool = false) {
         task.taskDescription = id
-        state.withLock { $0.tasks[id] = task; $0.arrived.remove(id) }
+        state.withLock { s in
+            s.tasks[id] = task
+            s.arrived.remove(id)
+            if resumed { s.resumed.insert(id) } else { s.resumed.remove(id) }
+        }
         task.resume()
     }
 
@@ -255,7 +277,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     func adopt(_ id: String) async {
         guard let arrival = stash.arrival(id) else { return }
         do {
-            let result = try await downloader.adoptHandOff(id: id, status: arrival.head.status, headers: arrival.head.httpHeaders, body: arrival.body)
+            let result = try await downloader.adoptHandOff(id: id, status: arrival.head.status, headers: arrival.head.httpHeaders, body: arrival.body,
+                                                           resumedFromData: arrival.head.resumed ?? false)
             logger.info("adopted the system's reply \(arrival.head.status): \(result)", metadata: ["id": "\(id)"])
             stash.discard(id)
         } catch {
@@ -271,17 +294,21 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     /// reported already.)
     static func isLive(_ task: URLSessionTask) -> Bool { task.state == .running || task.state == .suspended }
 
-    /// The session's tasks that are still running (a background session's survive the app):
-    /// downloads by id, upload pieces by task description.
+    /// The session's tasks (a background session's survive the app): running downloads by
+    /// id, upload pieces (running or ended) by task description.
     func liveTasks() async -> (downloads: [String: URLSessionDownloadTask], uploads: [String: URLSessionTask]) {
         let tasks: [URLSessionTask] = await withCheckedContinuation { done in session.getAllTasks { done.resume(returning: $0) } }
         var byID: [String: URLSessionDownloadTask] = [:]
         var uploads: [String: URLSessionTask] = [:]
         // A completed one is left out: its download is given back (or its file, if the
         // session delivered it first, adopted), never waited for.
-        for task in tasks where Self.isLive(task) {
+        for task in tasks {
             guard let id = task.taskDescription else { continue }
-            if id.hasPrefix(UploadHandOffPiece.taskPrefix) { uploads[id] = task } else if let download = task as? URLSessionDownloadTask { byID[id] = download }
+            if id.hasPrefix(UploadHandOffPiece.taskPrefix) {
+                uploads[id] = task   // ended ones too: their replies are judged at recovery
+            } else if Self.isLive(task), let download = task as? URLSessionDownloadTask {
+                byID[id] = download
+            }
         }
         return (byID, uploads)
     }

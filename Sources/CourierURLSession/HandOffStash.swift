@@ -15,6 +15,8 @@ struct HandOffStash: Sendable {
     struct Head: Codable, Equatable {
         var status: Int
         var headers: [[String]]
+        /// The task was made from resume data (absent in heads written before it was kept).
+        var resumed: Bool?
 
         var httpHeaders: HTTPFields {
             HTTPFields(headers.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil })
@@ -35,7 +37,7 @@ struct HandOffStash: Sendable {
 
     /// Keeps the system's temporary file at `location` with its reply's head. Synchronous:
     /// the system deletes `location` once the delegate returns.
-    func keep(_ id: String, location: URL, status: Int, headers: [(String, String)]) throws {
+    func keep(_ id: String, location: URL, status: Int, headers: [(String, String)], resumed: Bool = false) throws {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let body = bodyURL(id)
         discard(id)
@@ -53,7 +55,7 @@ struct HandOffStash: Sendable {
         } catch {
             throw CourierError(.writeFailed, "cannot sync the system's file for \(id)", underlying: error)
         }
-        let head = Head(status: status, headers: headers.map { [$0.0, $0.1] })
+        let head = Head(status: status, headers: headers.map { [$0.0, $0.1] }, resumed: resumed ? true : nil)
         do {
             try AtomicWrite.write(try JSONEncoder().encode(head), to: headURL(id))
         } catch {

@@ -10,8 +10,13 @@ import Foundation
 extension AttachmentQueue: BackgroundUploading {
     public func handOffUploads(to folder: URL) async -> [UploadTaskRequest] {
         guard let storage = storage as? any UploadHandingOff else { return [] }
-        handingOff = true
-        defer { handingOff = false }
+        handingOff += 1
+        defer {
+            handingOff -= 1
+            // What the stopped pass left (downloads, deletes, small uploads) goes on; a pass
+            // leaves the uploads whose pieces are with the system.
+            if handingOff == 0 { requestSync() }
+        }
         syncTask?.cancel()   // its transfers stop; their cancellation is not a failure (settle)
         await syncTask?.value
         let table = self.table

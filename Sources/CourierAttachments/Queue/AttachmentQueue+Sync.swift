@@ -55,13 +55,13 @@ extension AttachmentQueue {
         await withTaskGroup(of: (Attachment, (any Error)?).self) { group in
             var iterator = due.makeIterator()
             var running = 0
-            while running < limit, !clearing, !handingOff, let next = iterator.next() {
+            while running < limit, !clearing, handingOff == 0, let next = iterator.next() {
                 group.addTask { await (next, self.transfer(next)) }
                 running += 1
             }
             while let (attachment, error) = await group.next() {
                 await settle(attachment, error)
-                if !clearing, !handingOff, let next = iterator.next() {
+                if !clearing, handingOff == 0, let next = iterator.next() {
                     group.addTask { await (next, self.transfer(next)) }
                 }
             }
@@ -81,7 +81,7 @@ extension AttachmentQueue {
     /// handler (retry or archive), and backs off before the next try.
     func settle(_ attachment: Attachment, _ error: (any Error)?) async {
         guard !clearing else { return }   // clearQueue() cancelled it and deletes the record
-        if handingOff, error != nil { return }   // stopped to be handed off: not a failure
+        if handingOff > 0, error != nil { return }   // stopped to be handed off: not a failure
         guard let error else {
             failures[attachment.id] = nil
             notBefore[attachment.id] = nil

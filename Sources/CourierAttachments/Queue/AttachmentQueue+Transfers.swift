@@ -40,9 +40,11 @@ extension AttachmentQueue {
     /// killed upload goes on where the server stopped confirming.
     nonisolated func uploadJournal(for attachment: Attachment) -> UploadJournal {
         let report = options.uploadProgress
-        return UploadJournal(database: engineDatabase, id: Self.downloadID(attachment.id), maxBytesPerSecond: options.uploadBytesPerSecond, progress: report.map { report in
+        var journal = UploadJournal(database: engineDatabase, id: Self.downloadID(attachment.id), maxBytesPerSecond: options.uploadBytesPerSecond, progress: report.map { report in
             { @Sendable progress in report(attachment, progress) }
         })
+        journal.owner = downloader?.leaseOwner
+        return journal
     }
 
     /// Aborts the S3 multipart uploads under the remote's prefix that are older than

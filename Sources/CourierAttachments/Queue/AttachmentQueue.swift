@@ -50,7 +50,7 @@ public actor AttachmentQueue {
     var clearing = false
     /// Between the start and the end of ``handOffUploads(to:)``: nothing new starts, and a
     /// transfer stopped for it is not a failure.
-    var handingOff = false
+    var handingOff = 0
     /// The largest progress told for each upload with the system (``uploadHandOffProgress(uploadId:inFlight:)``).
     var handOffReported: [String: Int64] = [:]
     /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.

@@ -77,8 +77,10 @@ enum UploadPieceFile {
 extension S3RemoteStorage: UploadHandingOff {
     /// The parts the upload has not recorded, each written to a file of its own and asked
     /// for with a presigned `UploadPart` URL (valid for 7 days, S3's longest: the system may
-    /// send a task hours later) that signs the part's `Content-MD5` and SHA-256, so the
-    /// server takes only these bytes under that number.
+    /// send a task hours later; with temporary credentials, only as long as their session
+    /// token, after which the server refuses the part and the upload's next run sends it)
+    /// that signs the part's `Content-MD5` and SHA-256, so the server takes only these bytes
+    /// under that number.
     public func handOffRemainder(of file: URL, attachment: Attachment, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
         let db = journal.database
         let key = try key(for: attachment)
@@ -115,7 +117,7 @@ extension S3RemoteStorage: UploadHandingOff {
             let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: part.number)
             let digests = try UploadPieceFile.write(source, offset: part.offset, length: part.length, to: body)
             let piece = UploadHandOffPiece(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
-                                           md5: digests.md5, sha256: digests.sha256, bodyPath: body.path, ownsBody: true, owner: nil)
+                                           md5: digests.md5, sha256: digests.sha256, bodyPath: body.path, ownsBody: true, owner: journal.owner)
             let headers = [("Content-MD5", digests.md5Data.base64EncodedString()), ("x-amz-checksum-sha256", digests.sha256Data.base64EncodedString())]
             let query = "partNumber=\(part.number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
             let url = signer.presign(method: "PUT", url: objectURL(key: key, query: query), expires: 7 * 24 * 3600, headers: headers)
@@ -157,17 +159,18 @@ extension TusUploader {
         if offset == 0 {
             let digests = try UploadPieceFile.digests(source, offset: 0, length: length)
             piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: 0, size: length, md5: digests.md5, sha256: digests.sha256,
-                                       bodyPath: source.url.path, ownsBody: false, owner: nil)
+                                       bodyPath: source.url.path, ownsBody: false, owner: journal.owner)
         } else {
             let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: number)
             let digests = try UploadPieceFile.write(source, offset: offset, length: length, to: body)
             piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: offset, size: length, md5: digests.md5, sha256: digests.sha256,
-                                       bodyPath: body.path, ownsBody: true, owner: nil)
+                                       bodyPath: body.path, ownsBody: true, owner: journal.owner)
         }
-        let headers = requestHeaders(for: url) + [(name: "Tus-Resumable", value: TusHeaders.version), (name: "Upload-Offset", value: String(offset)),
-                                                  (name: "Content-Type", value: "application/offset+octet-stream")]
-        return try await UploadPieceFile.record([UploadTaskRequest(piece: piece, kind: .tus, method: "PATCH", url: url.absoluteString, headers: headers)],
-                                                folder: folder, db)
+        let credentials = requestHeaders(for: url)
+        let headers = credentials + [(name: "Tus-Resumable", value: TusHeaders.version), (name: "Upload-Offset", value: String(offset)),
+                                     (name: "Content-Type", value: "application/offset+octet-stream")]
+        return try await UploadPieceFile.record([UploadTaskRequest(piece: piece, kind: .tus, method: "PATCH", url: url.absoluteString, headers: headers,
+                                                                   carriesCredentials: !credentials.isEmpty)], folder: folder, db)
     }
 }
 

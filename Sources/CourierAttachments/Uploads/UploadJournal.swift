@@ -12,6 +12,10 @@ public struct UploadJournal: Sendable {
     /// At most this many bytes per second for the whole upload, all parts together (curl's
     /// `--limit-rate`); `nil`: as fast as the network goes.
     public let maxBytesPerSecond: Int64?
+    /// The process that hands this upload's pieces to the system (its downloader's
+    /// ``Downloader/leaseOwner``): another process on the same store leaves its pieces alone
+    /// while it lives.
+    public var owner: LeaseOwner?
 
     /// Makes a journal.
     public init(database: CourierDatabase, id: String, maxBytesPerSecond: Int64? = nil, progress: (@Sendable (UploadProgress) -> Void)? = nil) {

@@ -138,7 +138,7 @@ struct Put: AsyncParsableCommand {
                             location = try await HandOffs.upload(label, after: handOffAt, holdsArrival: chaosHoldArrival, journal: journal, transfers,
                                                                  folder: HandOffs.folder(store).appendingPathComponent("uploads"),
                                                                  run: { try await destination.upload(source, journal: journal) },
-                                                                 handOff: { folder in try await destination.handOffRemainder(source, journal: journal, folder: folder) })
+                                                                 handOff: { folder, journal in try await destination.handOffRemainder(source, journal: journal, folder: folder) })
                         } else {
                             location = try await destination.upload(source, journal: journal)
                         }

@@ -42,7 +42,7 @@ enum HandOffs {
     /// ends are not recorded, and once they all ended the command waits to be killed.
     static func upload(_ label: String, after threshold: Int64, holdsArrival: Bool, journal: UploadJournal, _ transfers: any HandOffSession,
                        folder: URL, run: @escaping @Sendable () async throws -> String,
-                       handOff: @escaping @Sendable (URL) async throws -> [UploadTaskRequest]) async throws -> String {
+                       handOff: @escaping @Sendable (URL, UploadJournal) async throws -> [UploadTaskRequest]) async throws -> String {
         transfers.actsOnEvents = !holdsArrival
         let work = Task { try await run() }
         let fired = Locked<Int64?>(nil)
@@ -60,8 +60,15 @@ enum HandOffs {
         let first = await work.result
         watch.cancel()
         guard let at = fired.withLock({ $0 }) else { return try first.get() }
-        if case .success(let location) = first { return location }   // it ended as it was stopped
-        let requests = try await handOff(folder)
+        switch first {
+        case .success(let location): return location   // it ended as it was stopped
+        case .failure(let error) where !(error is CancellationError) && (error as? CourierError)?.code != .cancelled:
+            throw error   // it failed on its own, not because it was stopped
+        case .failure: break
+        }
+        var owned = journal
+        owned.owner = transfers.downloader.leaseOwner   // a second `put` on the store leaves these pieces alone
+        let requests = try await handOff(folder, owned)
         let made = await transfers.handOffUploads(requests)
         Terminal.error("Handed \(made) piece(s) of \(label) off to URLSession upload tasks at \(Format.bytes(at)).")
         if holdsArrival {
@@ -69,7 +76,18 @@ enum HandOffs {
             Terminal.error("Every upload task ended; holding (test).")
             while true { try await Task.sleep(for: .seconds(3600)) }
         }
+        // Until every piece's hand-off ended. A piece whose end could not be recorded when its
+        // task ended is ended by recovery once the tasks have been gone for two seconds.
+        var idleSince: ContinuousClock.Instant?
         while try await !journal.database.uploadHandOffPieces(uploadId: journal.id).isEmpty {
+            if transfers.uploadTasksInFlight > 0 {
+                idleSince = nil
+            } else if let since = idleSince, ContinuousClock.now - since > .seconds(2) {
+                try await transfers.recoverUploads()
+                idleSince = nil
+            } else if idleSince == nil {
+                idleSince = .now
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         return try await run()

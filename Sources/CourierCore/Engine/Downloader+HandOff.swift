@@ -74,6 +74,7 @@ extension Downloader {
                 adopted[id] = nil
                 _ = try await recordHandOff(id)
             }
+            closeHandOffProgress(id)   // one a relaunch made for an earlier hand-off is not this one's
             guard let (_, handOff) = try await context.database.handOff(id: id), let progress = try await handOffProgress(id: id) else { return nil }
             return HandOffRequest(id: id, url: url.absoluteString, headers: handOff.plan.requestHeaders, credentials: credentials,
                                   keptBytes: handOff.keptBytes, progress: progress)
@@ -96,15 +97,17 @@ extension Downloader {
     /// and `headers`, and its body in the file at `body` (left for the caller to delete
     /// once this returns; it is never moved into place).
     @discardableResult
-    public func adoptHandOff(id: String, status: Int, headers: HTTPFields, body: URL) async throws -> HandOffResult {
-        try await serialized(id) { try await adoptSerialized(id: id, status: status, headers: headers, body: body) }
+    /// `resumedFromData`: the task was made from the system's resume data (its file may hold
+    /// everything from the kept bytes while its reply names the last range asked for).
+    public func adoptHandOff(id: String, status: Int, headers: HTTPFields, body: URL, resumedFromData: Bool = false) async throws -> HandOffResult {
+        try await serialized(id) { try await adoptSerialized(id: id, status: status, headers: headers, body: body, resumedFromData: resumedFromData) }
     }
 
-    private func adoptSerialized(id: String, status: Int, headers: HTTPFields, body: URL) async throws -> HandOffResult {
+    private func adoptSerialized(id: String, status: Int, headers: HTTPFields, body: URL, resumedFromData: Bool) async throws -> HandOffResult {
         guard let (record, handOff) = try await context.database.handOff(id: id) else { return .stale }
         let partial = context.fileURL(record.partialPath)
         let bodyLength = PartialFile.length(at: body)
-        let headers = Self.resumedTaskHeaders(status: status, headers, bodyLength: bodyLength, kept: handOff.keptBytes) ?? headers
+        let headers = resumedFromData ? Self.resumedTaskHeaders(status: status, headers, bodyLength: bodyLength, kept: handOff.keptBytes) ?? headers : headers
         switch ResponseDisposition.decide(plan: handOff.plan, status: status, headers: headers) {
         case var .write(reply):
             if let expected = reply.expectedBodyLength, expected != bodyLength {
@@ -243,6 +246,10 @@ extension Downloader {
         // In the kernel where it can (no copy through this process; a clone on file systems
         // that share blocks); through a buffer where it cannot (another file system, Darwin).
         if try KernelCopy.copyAll(from: source, to: target, at: &position, source: body, target: partial) {
+            // All of it, or the splice is not done (a kill or a short copy is redone from the start).
+            guard position == offset + PartialFile.length(at: body) else {
+                throw CourierError(.writeFailed, "the splice into \(partial.lastPathComponent) stopped at \(position) bytes")
+            }
             guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", partial, .write) }
             return
         }

@@ -11,14 +11,15 @@ extension Downloader {
         return try await context.database.handOffCandidates(owner: context.owner)
     }
 
-    /// Starts nothing new until ``releaseQueue()``: a download stopped to be handed off does
-    /// not let the next in line start (and be stopped again a moment later).
-    public func holdQueue() { queueHeld = true }
+    /// Starts nothing new until the matching ``releaseQueue()``: a download stopped to be
+    /// handed off does not let the next in line start (and be stopped again a moment later).
+    /// Holds nest: two hand-offs under way hold the queue until both released it.
+    public func holdQueue() { queueHolds += 1 }
 
-    /// Lets the queue start downloads again.
+    /// Releases one ``holdQueue()``; the queue starts downloads again once none is held.
     public func releaseQueue() {
-        guard queueHeld else { return }
-        queueHeld = false
-        pump()
+        guard queueHolds > 0 else { return }
+        queueHolds -= 1
+        if queueHolds == 0 { pump() }
     }
 }

@@ -26,7 +26,7 @@ extension Downloader {
     }
 
     func pump() {
-        guard !isShutDown, !queueHeld else { return }
+        guard !isShutDown, queueHolds == 0 else { return }
         let limit = max(1, context.configuration.maxConcurrentDownloads)
         while running.count < limit, let next = waiting.popLast() {
             // Entries are dropped lazily: paused, cancelled or already running ones are skipped.

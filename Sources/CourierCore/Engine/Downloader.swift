@@ -49,8 +49,8 @@ public actor Downloader {
     let handOffSteps = TurnsByKey()
     /// The system's progress of each handed-off download this process follows.
     var handOffProgress: [String: HandOffProgress] = [:]
-    /// Whether nothing new starts (``holdQueue()``): the app is handing everything off.
-    var queueHeld = false
+    /// Holds in force (``holdQueue()``): while any is, nothing new starts.
+    var queueHolds = 0
     /// Whether ``shutdown()`` ran: nothing new starts.
     public internal(set) var isShutDown = false
     /// Whether the scheduler pages through the database's queue (after

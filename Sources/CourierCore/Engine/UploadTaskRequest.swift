@@ -13,13 +13,18 @@ public struct UploadTaskRequest: Sendable {
     public let method: String
     public let url: String
     public let headers: [(name: String, value: String)]
+    /// Whether `headers` hold the caller's credentials (a tus server's auth headers): such a
+    /// request goes to the system only with `handsOffCredentials`, as a download's does.
+    public let carriesCredentials: Bool
 
-    public init(piece: UploadHandOffPiece, kind: UploadProtocol, method: String, url: String, headers: [(name: String, value: String)]) {
+    public init(piece: UploadHandOffPiece, kind: UploadProtocol, method: String, url: String, headers: [(name: String, value: String)],
+                carriesCredentials: Bool = false) {
         self.piece = piece
         self.kind = kind
         self.method = method
         self.url = url
         self.headers = headers
+        self.carriesCredentials = carriesCredentials
     }
 }
 

@@ -45,7 +45,7 @@ public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `owner` is a downloader of this very process (same host and pid).
-    func sharesProcess(with owner: String) -> Bool {
+    package func sharesProcess(with owner: String) -> Bool {
         let parts = owner.split(separator: ":", omittingEmptySubsequences: false)
         return parts.count >= 3 && String(parts[0]) == liveness.hostName && Int32(parts[1]) == getpid()
     }
@@ -53,7 +53,7 @@ public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
     /// False only when the owner is certainly not running: a process of this host that is
     /// gone, a zombie, or whose pid now belongs to a process started at another time.
     /// Another host's owner, or anything that cannot be told, counts as alive until expiry.
-    func mayBeAlive(_ owner: String) -> Bool {
+    package func mayBeAlive(_ owner: String) -> Bool {
         let parts = owner.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count >= 3, String(parts[0]) == liveness.hostName, let pid = Int32(parts[1]), pid > 0 else { return true }
         switch liveness.state(pid) {
