@@ -13,7 +13,7 @@ public struct UploadJournal: Sendable {
     /// `--limit-rate`); `nil`: as fast as the network goes.
     public let maxBytesPerSecond: Int64?
     /// The process that hands this upload's pieces to the system (its downloader's
-    /// ``Downloader/leaseOwner``): another process on the same store leaves its pieces alone
+    /// `leaseOwner`): another process on the same store leaves its pieces alone
     /// while it lives.
     public var owner: LeaseOwner?
 
