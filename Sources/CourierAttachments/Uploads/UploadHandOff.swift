@@ -22,8 +22,7 @@ public protocol UploadHandingOff: Sendable {
 enum UploadPieceFile {
     static func write(_ source: UploadSource, offset: Int64, length: Int64, to url: URL) throws -> (md5: String, sha256: String, md5Data: Data, sha256Data: Data) {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: url.path, contents: nil)
-        guard let output = FileHandle(forWritingAtPath: url.path) else {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil), let output = FileHandle(forWritingAtPath: url.path) else {
             throw CourierError(.writeFailed, "cannot write \(url.path) for the hand-off")
         }
         let digests: (md5: Data, sha256: Data)

@@ -93,7 +93,7 @@ import Testing
             let size: Int64 = (1 << 30) + (2 << 20)
             // A sparse file: the origin reads zeros without a gigabyte written first.
             let served = fx.origin.directory.appendingPathComponent("f.bin")
-            FileManager.default.createFile(atPath: served.path, contents: nil)
+            #expect(FileManager.default.createFile(atPath: served.path, contents: nil))
             let handle = try FileHandle(forWritingTo: served)
             try handle.truncate(atOffset: UInt64(size))
             try handle.close()
