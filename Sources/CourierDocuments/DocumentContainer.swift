@@ -68,11 +68,19 @@ public protocol DocumentContainer: Sendable {
     /// in place. Offline, or on any failure, the local copy stands. The default does nothing
     /// (iCloud keeps its own copies current).
     func refresh(_ path: String) async
+    /// Before a read of a document the container has never seen (no file, no placeholder):
+    /// asks the remote, since open/read is the truth. The remote has it: the container makes
+    /// it known (a placeholder) so the read downloads it. The remote's own "not found": nothing
+    /// changes, and the read says `E_FNF`. A remote that cannot be asked: its error. The
+    /// default does nothing (iCloud's metadata knows every item).
+    func discover(_ path: String) async throws
 }
 
 extension DocumentContainer {
     /// Nothing to refresh.
     public func refresh(_ path: String) async {}
+    /// Nothing to discover.
+    public func discover(_ path: String) async throws {}
 }
 
 extension CourierError.Code {

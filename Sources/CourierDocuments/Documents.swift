@@ -111,6 +111,7 @@ public struct Documents: Sendable {
         var lastPercent: Double?
         var lastBytes: Int64?
         await container.refresh(path)
+        try await container.discover(path)
         // Idle time is what the watchdog saw pass between its own looks, each look counting
         // for at most `maxStep`: a process that got no CPU (a loaded machine) or was
         // suspended (an app in the background) cannot tell whether the transfer was idle

@@ -81,4 +81,26 @@ import Testing
         let first = try #require(w.origin.requests.first { $0.path == "/big.bin" })
         #expect(first.range.map { $0.hasPrefix("bytes=") && !$0.hasPrefix("bytes=0-") } == true, "\(first)")
     }
+
+    /// Issue 28 point 4: a file the HTTP remote has and this mirror has never seen (no
+    /// placeholder: HTTP cannot list) is asked of the remote and read; one the remote does not
+    /// have is `E_FNF` because the remote said 404, which its log shows.
+    @Test func aNeverSeenDocumentOverHTTPAsksTheRemote() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try w.serve("report.bin", size: 300_000)
+        let dir = w.base.appendingPathComponent("mirror")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let found = try await CLITests.run(["doc", "bytes", "report.bin", "--dir", dir.path, "--remote", w.origin.url("")])
+        #expect(found.status == 0, "\(found.stderr)")
+        #expect(found.stdoutData == data)
+        #expect(w.origin.requests.contains { $0.path == "/report.bin" && $0.method == "HEAD" && $0.status == 200 })
+
+        w.origin.clearRequests()
+        let missing = try await CLITests.run(["doc", "bytes", "gone.bin", "--dir", dir.path, "--remote", w.origin.url(""), "--json"])
+        #expect(missing.status != 0)
+        #expect(missing.stdout.contains("E_FNF"), "\(missing.stdout) \(missing.stderr)")
+        #expect(w.origin.requests.map { "\($0.method) \($0.path) \($0.status)" } == ["HEAD /gone.bin 404"])   // the remote was asked, once
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).allSatisfy { !$0.contains("gone") })   // nothing made for it
+    }
 }

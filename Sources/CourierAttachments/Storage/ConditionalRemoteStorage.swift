@@ -30,6 +30,26 @@ public protocol ConditionalRemoteStorage: RemoteStorage {
     /// Uploads the file only if `precondition` holds, and returns the new version when the
     /// remote tells it. A failed precondition is `E_CONFLICT`.
     func upload(fileAt file: URL, attachment: Attachment, precondition: UploadPrecondition) async throws -> String?
+    /// Whether the object is there, with its version and size when the remote says them;
+    /// `nil` only on the remote's own "not found".
+    func presence(of attachment: Attachment) async throws -> RemotePresence?
+}
+
+/// An object the remote has: its version (ETag) and size, when told.
+public struct RemotePresence: Sendable, Equatable {
+    public var etag: String?
+    public var size: Int64?
+    public init(etag: String?, size: Int64?) {
+        self.etag = etag
+        self.size = size
+    }
+}
+
+extension ConditionalRemoteStorage {
+    /// From ``version(of:)``: a remote whose every object has a version.
+    public func presence(of attachment: Attachment) async throws -> RemotePresence? {
+        try await version(of: attachment).map { RemotePresence(etag: $0, size: nil) }
+    }
 }
 
 extension UploadPrecondition {

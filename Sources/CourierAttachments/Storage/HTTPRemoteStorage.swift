@@ -64,11 +64,16 @@ public final class HTTPRemoteStorage: ResumableRemoteStorage, ConditionalRemoteS
 
     /// The file's `ETag` from a `HEAD` (`nil` on 404).
     public func version(of attachment: Attachment) async throws -> String? {
+        try await presence(of: attachment)?.etag
+    }
+
+    /// A `HEAD`: the file is there (200, with or without an `ETag`), or not (404, 410).
+    public func presence(of attachment: Attachment) async throws -> RemotePresence? {
         let response = try await call(.head, try url(for: attachment), timeout: .seconds(60))
         await response.body.drain()
         if response.status == 404 || response.status == 410 { return nil }
         guard response.status == 200 else { throw HTTPCalls.failure("HEAD of \(attachment.filename)", response, "") }
-        return response.headerFields.first(name: "ETag")
+        return RemotePresence(etag: response.headerFields.first(name: "ETag"), size: response.headerFields.first(name: "Content-Length").flatMap { Int64($0) })
     }
 
     /// GETs the file into `destination` (the queue uses the resumable engine instead).

@@ -21,6 +21,19 @@ extension MirrorContainer {
         return created
     }
 
+    /// A path this mirror has never seen (no file, no placeholder) is asked of the remote
+    /// (`HEAD`, over any remote: one that cannot list, HTTP, is asked too). There: a
+    /// placeholder is made, so the read downloads it. The remote's own 404: nothing is made,
+    /// and the read is `E_FNF`.
+    public func discover(_ path: String) async throws {
+        let target = try url(path)
+        guard !FileManager.default.fileExists(atPath: target.path), Placeholder.read(for: target) == nil,
+              let conditional = storage as? any ConditionalRemoteStorage else { return }
+        guard let version = try await conditional.presence(of: Attachment(id: path, filename: path, state: .queuedDownload)) else { return }
+        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Placeholder(key: path, size: version.size ?? 0, etag: version.etag).write(for: target)
+    }
+
     /// Turns a downloaded document back into a placeholder, keeping nothing stale: the file,
     /// any partial, the engine's record and what the mirror remembered of it go. A document
     /// whose change is not uploaded yet is refused (`E_INVALID_STATE`): evicting it would
