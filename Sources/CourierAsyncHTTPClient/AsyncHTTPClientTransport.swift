@@ -93,8 +93,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         if error is CancellationError { return error }
         if let e = error as? CourierError { return e }
         if let e = error as? HTTPClientError, e == .cancelled { return CancellationError() }
-        if error is NIOSSLError || error is BoringSSLError || String(describing: error).contains("handshakeFailed") {
-            return CourierError(.tls, "the TLS handshake with \(url) failed (untrusted or invalid certificate): \(Redactor.redact(String(describing: error)))", underlying: error)
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError || String(describing: error).contains("handshakeFailed") {
+            // In words; BoringSSL's text (with source paths of the machine that built it) stays
+            // the underlying error, logged with --verbose.
+            return CourierError(.tls, "the TLS handshake with \(Redactor.redact(url)) failed: \(TLSFailure.words(String(describing: error)))", underlying: error)
         }
         if error is NIOHTTPDecompression.DecompressionError {
             return CourierError(.bodyTooLong, "the server's compressed body decodes past the allowed size", underlying: error)

@@ -125,7 +125,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
         case .timedOut: return CourierError(.timeout, "timed out talking to \(url)", underlying: e)
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
              .serverCertificateHasUnknownRoot, .clientCertificateRejected, .clientCertificateRequired:
-            return CourierError(.tls, "the TLS handshake with \(url) failed (untrusted or invalid certificate)", underlying: e)
+            let reason: String
+            switch e.code {
+            case .serverCertificateHasBadDate, .serverCertificateNotYetValid: reason = "expired"
+            case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot: reason = "untrusted"
+            default: reason = e.localizedDescription
+            }
+            return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(reason))", underlying: e)
         case .badURL, .unsupportedURL: return CourierError(.invalidURL, "invalid URL \(url)", underlying: e)
         case .appTransportSecurityRequiresSecureConnection:
             return CourierError(.unsupportedScheme, "App Transport Security refuses plain http to \(url): use https, or an exception in Info.plist", underlying: e)

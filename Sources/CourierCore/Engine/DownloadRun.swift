@@ -176,7 +176,9 @@ struct DownloadRun: Sendable {
     func fail(with error: CourierError) async -> RunOutcome {
         let kept = await keptBytes()
         await context.bestEffort("recording the failure", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.fail(error, keeping: kept) } }
-        context.logger.warning("download failed: \(error)", metadata: ["id": "\(id)"])
+        // The library's own account (a TLS library's, say) only in the log, never in the message.
+        let detail = error.underlying.map { " (\(Redactor.redact(String(describing: $0))))" } ?? ""
+        context.logger.warning("download failed: \(error)\(detail)", metadata: ["id": "\(id)"])
         return .failed(error)
     }
 
