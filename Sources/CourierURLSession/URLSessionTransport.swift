@@ -137,7 +137,15 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             return CourierError(.unsupportedScheme, "App Transport Security refuses plain http to \(url): use https, or an exception in Info.plist", underlying: e)
         case .dataNotAllowed, .internationalRoamingOff:
             return CourierError(.networkNotAllowed, "the system's network policy does not allow this download now (cellular, expensive or Low Data Mode network): \(url)", underlying: e)
-        default: return CourierError(.network, "network error talking to \(url): \(e.localizedDescription)", underlying: e)
+        default:
+            // FoundationNetworking reports a certificate libcurl refused as an unknown error
+            // (-1) whose text is curl's ("SSL certificate problem: self-signed certificate"):
+            // a TLS failure, which no retry mends.
+            let text = e.localizedDescription
+            if e.code == .unknown, text.hasPrefix("SSL") || text.localizedCaseInsensitiveContains("certificate") {
+                return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(text))", underlying: e)
+            }
+            return CourierError(.network, "network error talking to \(url): \(text)", underlying: e)
         }
     }
 }

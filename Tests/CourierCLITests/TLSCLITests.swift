@@ -19,6 +19,11 @@ import Testing
         // Issue 28: what failed, in words, and no path of the machine that built the TLS library.
         #expect(refused.stderr.contains("not trusted"), "\(refused.stderr)")
         #expect(!refused.stderr.contains(".cc:") && !refused.stderr.contains("/checkouts/") && !refused.stderr.contains(".swift:"), "\(refused.stderr)")
+        // The same over URLSession (FoundationNetworking reports it as an unknown error with
+        // curl's text): E_TLS at once, no retry.
+        let viaURLSession = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("u").path, "--connect-timeout", "1", "--db", w.db,
+                                                    "--transport", "urlsession"])
+        #expect(viaURLSession.status == 3 && viaURLSession.stderr.contains("E_TLS") && viaURLSession.stderr.contains("not trusted"), "\(viaURLSession.stderr)")
         let trusted = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("b").path, "--cacert", cert, "--db", w.db])
         #expect(trusted.status == 0, "\(trusted.stderr)")
         let insecure = try await CLITests.run(["get", url, "-o", w.out.appendingPathComponent("c").path, "--insecure", "--db", w.db])
