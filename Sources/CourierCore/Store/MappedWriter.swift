@@ -12,14 +12,22 @@ package struct MappedWriter: Sendable {
     /// Runs a write transaction.
     package func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         do { return try await writer.write(body) } catch let e as CourierError { throw e } catch {
-            throw CourierError(.database, "database write failed", underlying: error)
+            throw Self.mapped(error, "database write failed")
         }
     }
 
     /// Runs a read.
     package func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         do { return try await writer.read(body) } catch let e as CourierError { throw e } catch {
-            throw CourierError(.database, "database read failed", underlying: error)
+            throw Self.mapped(error, "database read failed")
         }
+    }
+
+    /// A cancelled task's access (GRDB throws `CancellationError`, or interrupts it) stays a
+    /// cancellation: the caller was stopped, the database did not fail.
+    private static func mapped(_ error: any Error, _ message: String) -> any Error {
+        if error is CancellationError { return error }
+        if Task.isCancelled, let e = error as? DatabaseError, e.resultCode == .SQLITE_INTERRUPT { return CancellationError() }
+        return CourierError(.database, message, underlying: error)
     }
 }
