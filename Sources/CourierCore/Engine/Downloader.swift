@@ -148,6 +148,11 @@ public actor Downloader {
     ///     redacted (after a relaunch); secrets aside it must be the stored URL.
     public func resume(id: String, url: String? = nil) async throws {
         try checkOpen()
+        // A stop under way (a pause recorded, its run not yet gone): resumed once it has
+        // ended, not dropped as "already running".
+        if let current = running[id], intents[id] != nil {
+            await current.supervisor.value
+        }
         let record = try await storedRecord(id)
         if let url {
             _ = try URLPolicy.validate(url)
