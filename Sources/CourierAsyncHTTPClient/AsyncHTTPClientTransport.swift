@@ -75,6 +75,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 // A name HTTP does not allow cannot be a header any rule reads: it is dropped.
                 if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
             }
+            try ReplyViolation.checkHeaderBlock(fields, url: request.url)
             return TransportResponse(status: Int(response.status.code), headerFields: fields, body: TransportBody(MappedBody(base: response.body)))
         } catch {
             throw Self.map(error, url: request.url)
@@ -98,6 +99,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             // the underlying error, logged with --verbose.
             return CourierError(.tls, "the TLS handshake with \(Redactor.redact(url)) failed: \(TLSFailure.words(String(describing: error)))", underlying: error)
         }
+        if let e = error as? HTTPParserError, e != .invalidEOFState, e != .closedConnection {
+            // The reply breaks HTTP/1.1 (a cut-off reply is not one: it passes).
+            return ReplyViolation.error(ReplyViolation.words(e.debugDescription) ?? e.debugDescription, url: url, underlying: error)
+        }
         if error is NIOHTTPDecompression.DecompressionError {
             return CourierError(.bodyTooLong, "the server's compressed body decodes past the allowed size", underlying: error)
         }
@@ -113,6 +118,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         if let e = error as? HTTPClientError, e == .unsupportedScheme("") || String(describing: e).contains("unsupportedScheme") {
             return CourierError(.unsupportedScheme, "unsupported scheme in \(url)", underlying: error)
+        }
+        if let e = error as? IOError, e.errnoCode == ECONNRESET || e.errnoCode == EPIPE {
+            // In words; SwiftNIO's text names the system call that saw it.
+            return CourierError(.network, "the server reset the connection (\(url))", underlying: error)
         }
         return CourierError(.network, "network error talking to \(url): \(Redactor.redact(String(describing: error)))", underlying: error)
     }

@@ -67,6 +67,11 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
                 headers.append(HTTPField(name: field, value: value))
             }
         }
+        do { try ReplyViolation.checkHeaderBlock(headers, url: dataTask.originalRequest?.url?.absoluteString ?? "the server") } catch {
+            continuation.resume(throwing: error)
+            completionHandler(.cancel)
+            return
+        }
         if let coding = headers.first(name: "Content-Encoding"), coding.lowercased() != "identity" {
             let encoded = headers.first(name: "Content-Length").flatMap { Int64($0) } ?? 64 << 10
             body.limitDecoding(encodedLength: encoded, ratio: ratio)

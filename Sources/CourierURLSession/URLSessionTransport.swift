@@ -114,7 +114,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
     }
 
     /// A `URLError` (or any error of the session) as a `CourierError`.
-    static func map(_ error: any Error, url: String) -> any Error {
+    package static func map(_ error: any Error, url: String) -> any Error {
         if error is CancellationError || error is CourierError { return error }
         guard let e = error as? URLError else {
             return CourierError(.network, "network error talking to \(url): \(error)", underlying: error)
@@ -132,6 +132,11 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             default: reason = e.localizedDescription
             }
             return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(reason))", underlying: e)
+        case .badServerResponse, .cannotParseResponse:
+            return ReplyViolation.error(ReplyViolation.words(e.localizedDescription) ?? "the system could not parse it", url: url, underlying: e)
+        case .unsupportedURL where ReplyViolation.words(e.localizedDescription) != nil:
+            // FoundationNetworking: libcurl's "Unsupported HTTP version in response".
+            return ReplyViolation.error(ReplyViolation.words(e.localizedDescription)!, url: url, underlying: e)
         case .badURL, .unsupportedURL: return CourierError(.invalidURL, "invalid URL \(url)", underlying: e)
         case .appTransportSecurityRequiresSecureConnection:
             return CourierError(.unsupportedScheme, "App Transport Security refuses plain http to \(url): use https, or an exception in Info.plist", underlying: e)
@@ -144,6 +149,10 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             let text = e.localizedDescription
             if e.code == .unknown, text.hasPrefix("SSL") || text.localizedCaseInsensitiveContains("certificate") {
                 return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(text))", underlying: e)
+            }
+            // And a reply libcurl could not parse as an unknown error with its complaint.
+            if e.code == .unknown, let words = ReplyViolation.words(text) {
+                return ReplyViolation.error(words, url: url, underlying: e)
             }
             return CourierError(.network, "network error talking to \(url): \(text)", underlying: e)
         }

@@ -1,0 +1,73 @@
+import CourierAsyncHTTPClient
+import CourierURLSession
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import HTTPTypes
+import NIOHTTP1
+import Testing
+@testable import CourierCore
+
+/// Issue 28: a reply that breaks HTTP is E_PROTOCOL, in words, and not retried, from either
+/// transport's parser.
+struct ReplyViolationTests {
+    @Test(arguments: [
+        ("too many header bytes seen; overflow detected", "header block"),          // SwiftNIO
+        ("Too large response headers: 307762 > 307200", "header block"),           // libcurl
+        ("Out of memory", "header block"),                                         // libcurl, one endless line
+        ("invalid character in chunk size header", "chunked"),
+        ("Illegal or missing hexadecimal sequence in chunked-encoding", "chunked"),
+        ("unexpected content-length header", "Content-Length"),
+        ("Invalid Content-Length: value", "Content-Length"),
+        ("invalid HTTP status code", "not an HTTP reply"),
+        ("invalid constant string", "not an HTTP reply"),
+        ("Unsupported HTTP version in response", "not an HTTP reply"),
+        ("Received HTTP/0.9 when not allowed", "not an HTTP reply"),
+        ("invalid character in header", "header line"),
+    ])
+    func aParsersComplaintIsSaidInWords(_ complaint: String, _ expected: String) {
+        #expect(ReplyViolation.words(complaint)?.contains(expected) == true, "\(String(describing: ReplyViolation.words(complaint)))")
+    }
+
+    @Test(arguments: ["Recv failure: Connection reset by peer", "stream ended at an unexpected time", "timed out", ""])
+    func aDroppedConnectionIsNotAViolation(_ complaint: String) {
+        #expect(ReplyViolation.words(complaint) == nil)
+    }
+
+    @Test func aHeaderBlockOver64KiBIsRefused() throws {
+        var fields = HTTPFields()
+        for i in 0..<60 { fields.append(HTTPField(name: HTTPField.Name("X-Pad-\(i)")!, value: String(repeating: "a", count: 1000))) }
+        try ReplyViolation.checkHeaderBlock(fields, url: "http://h/f")
+        for i in 60..<70 { fields.append(HTTPField(name: HTTPField.Name("X-Pad-\(i)")!, value: String(repeating: "a", count: 1000))) }
+        #expect(throws: CourierError.self) { try ReplyViolation.checkHeaderBlock(fields, url: "http://h/f") }
+    }
+
+    @Test(arguments: [HTTPParserError.headerOverflow, .invalidChunkSize, .invalidStatus, .invalidConstant, .unexpectedContentLength, .invalidContentLength, .lfExpected])
+    func swiftNIOsParserErrorsArePermanent(_ error: HTTPParserError) {
+        let mapped = AsyncHTTPClientTransport.map(error, url: "http://h/f") as? CourierError
+        #expect(mapped?.code == .protocolViolation && mapped?.isPassing == false, "\(String(describing: mapped))")
+        #expect(mapped?.message.contains("breaks HTTP") == true)
+    }
+
+    @Test func aReplyCutShortStillPasses() {
+        for error in [HTTPParserError.invalidEOFState, .closedConnection] {
+            let mapped = AsyncHTTPClientTransport.map(error, url: "http://h/f") as? CourierError
+            #expect(mapped?.isPassing == true, "\(error): \(String(describing: mapped))")
+        }
+    }
+
+    @Test func urlSessionsParseFailuresArePermanent() {
+        let cases: [URLError] = [
+            URLError(.badServerResponse), URLError(.cannotParseResponse),
+            URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "Too large response headers: 307762 > 307200"]),
+            URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "Unsupported HTTP version in response"]),
+        ]
+        for error in cases {
+            let mapped = URLSessionTransport.map(error, url: "http://h/f") as? CourierError
+            #expect(mapped?.code == .protocolViolation && mapped?.isPassing == false, "\(error): \(String(describing: mapped))")
+        }
+        let reset = URLSessionTransport.map(URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "Recv failure: Connection reset by peer"]), url: "http://h/f") as? CourierError
+        #expect(reset?.code == .network)
+    }
+}
