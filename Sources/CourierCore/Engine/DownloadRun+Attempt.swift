@@ -154,7 +154,9 @@ extension DownloadRun {
             // Persist what we have before reporting the failure.
             let length = file.logicalLength
             await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.bytesReceived = length } }
-            if let e = error as? CourierError, e.code == .bodyTooLong { return .fail(e) }
+            // Too long: kept for a resume under a larger limit, unless the body cannot be
+            // resumed (content-coded, a decompression bomb): then nothing of it is any use.
+            if let e = error as? CourierError, e.code == .bodyTooLong { return plan.resumable ? .fail(e) : try await failDiscarding(e, record: current) }
             if let e = error as? CourierError, e.code == .sizeMismatch { return try await failDiscarding(e, record: current) }
             throw error
         }

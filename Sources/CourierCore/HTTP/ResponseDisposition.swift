@@ -56,7 +56,7 @@ public enum ResponseDisposition: Equatable, Sendable {
         let compressed = isCompressed(headers)
         let contentLength = headers.first(name: "Content-Length").flatMap { HTTPNumber.parse($0.trimmingHTTPWhitespace()) }
         if headers.first(name: "Content-Length") != nil, contentLength == nil || Set(headers[canonicalForm: "Content-Length"].map { String($0) }).count > 1 {
-            return .retry(CourierError(.malformedHeader, "malformed or conflicting Content-Length", httpStatus: status), after: nil)
+            return .fail(CourierError(.protocolViolation, "the reply breaks HTTP: its Content-Length is malformed or conflicting", httpStatus: status))
         }
 
         switch status {
@@ -66,23 +66,25 @@ public enum ResponseDisposition: Equatable, Sendable {
                                    contentType: headers.first(name: "Content-Type")))
 
         case 206:
+            // A 206 that does not fit the bytes kept is mended by starting from zero; with
+            // nothing kept, the same request would get the same reply: it breaks HTTP, at once.
+            func broken(_ reason: String) -> ResponseDisposition {
+                plan.offset == 0 ? .fail(CourierError(.protocolViolation, "the reply breaks HTTP: \(reason)", httpStatus: status)) : .restart(reason: reason)
+            }
             if compressed {
-                return .restart(reason: "206 with a compressed body: ranges over encoded bytes cannot be resumed")
+                return broken("206 with a compressed body: ranges over encoded bytes cannot be resumed")
             }
             guard let rawRange = headers.first(name: "Content-Range") else {
-                return .restart(reason: "206 without Content-Range")
+                return broken("206 without Content-Range")
             }
             guard let range = try? ContentRange(parsing: rawRange), case let .satisfied(first, last, complete) = range else {   // unparsable: the else branch says what that means
-                return .restart(reason: "206 with a malformed Content-Range")
+                return broken("206 with a malformed Content-Range")
             }
             if let contentLength, contentLength != last - first + 1 {
-                return .restart(reason: "206 whose Content-Length disagrees with its Content-Range")
-            }
-            if plan.offset == 0 && first != 0 {
-                return .restart(reason: "206 to a request without Range")
+                return broken("206 whose Content-Length disagrees with its Content-Range")
             }
             if first > plan.offset {
-                return .restart(reason: "206 starts at \(first), after the \(plan.offset) bytes we hold")
+                return broken("206 starts at \(first), after the \(plan.offset) bytes asked from")
             }
             if let known = plan.knownTotal, let complete, known != complete {
                 return .restart(reason: "the file's size changed from \(known) to \(complete)")

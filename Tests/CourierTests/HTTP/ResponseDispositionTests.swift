@@ -152,7 +152,28 @@ import Testing
         guard case let .fail(e404) = ResponseDisposition.decide(plan: fresh, status: 404, headers: h()) else { Issue.record("404"); return }
         #expect(e404.code == .httpClientError && e404.httpStatus == 404)
         guard case .fail = ResponseDisposition.decide(plan: fresh, status: 304, headers: h()) else { Issue.record("304"); return }
-        guard case .retry = ResponseDisposition.decide(plan: fresh, status: 200, headers: h(("Content-Length", "12"), ("Content-Length", "13"))) else { Issue.record("conflicting CL"); return }
+        // Issue 28: a Content-Length said twice two ways, or negative, breaks HTTP: the same
+        // server sends it again, so it is not retried.
+        for lengths in [["12", "13"], ["-5"], ["1e3"]] {
+            let d = ResponseDisposition.decide(plan: fresh, status: 200, headers: HTTPFields(lengths.map { HTTPField(name: .contentLength, value: $0) }))
+            guard case let .fail(e) = d else { Issue.record("\(lengths): \(d)"); continue }
+            #expect(e.code == .protocolViolation && !e.isPassing)
+        }
+    }
+
+    /// Issue 28: restarting from zero mends a 206 that does not fit the bytes kept; with
+    /// nothing kept the same request would get the same reply, so it fails at once.
+    @Test(arguments: [
+        [("Content-Range", "bytes 100-999/1000")],                       // a range nobody asked for
+        [("Content-Range", "garbage")],
+        [] as [(String, String)],                                       // no Content-Range
+        [("Content-Range", "bytes 0-999/1000"), ("Content-Length", "5")],
+        [("Content-Range", "bytes 0-999/1000"), ("Content-Encoding", "gzip")],
+    ])
+    func broken206FromZeroFailsAtOnce(_ pairs: [(String, String)]) {
+        let d = ResponseDisposition.decide(plan: fresh, status: 206, headers: HTTPFields(pairs))
+        guard case let .fail(e) = d else { Issue.record("expected fail, got \(d)"); return }
+        #expect(e.code == .protocolViolation && e.httpStatus == 206)
     }
 }
 
