@@ -201,10 +201,7 @@ enum RemoteOption {
             guard let url = URL(string: remote), url.isFileURL else { throw CourierError(.invalidURL, "a file remote is file:///absolute/dir") }
             return try LocalRemoteStorage(directory: url)
         }
-        let parsed = try headers.map { h -> (name: String, value: String) in
-            guard let colon = h.firstIndex(of: ":") else { throw CourierError(.invalidArgument, "a header is 'Name: value'") }
-            return (String(h[..<colon]).trimmingCharacters(in: .whitespaces), String(h[h.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
-        }
+        let parsed = try headers.map(HTTPFields.headerLine)
         if remote.hasPrefix("tus+") { return try TusRemoteStorage(url: remote, headers: parsed, transport: transport) }
         return try HTTPRemoteStorage(baseURL: remote, headers: parsed, transport: transport)
     }

@@ -85,16 +85,11 @@ struct Get: AsyncParsableCommand {
         _ = try Self.parseHeaders(headers)
     }
 
-    /// `-H "Name: value"` as header pairs.
+    /// `-H "Name: value"` as header pairs, by the rule every request follows
+    /// (`HTTPFields.headerLine`): a usage error naming what is wrong.
     static func parseHeaders(_ raw: [String]) throws -> [(name: String, value: String)] {
         try raw.map { line in
-            guard let colon = line.firstIndex(of: ":") else { throw ValidationError("-H takes \"Name: value\", not \(line)") }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-            guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_".contains($0) }), !value.contains("\r"), !value.contains("\n") else {
-                throw ValidationError("-H: \(name) is not a header name")
-            }
-            return (name, value)
+            do { return try HTTPFields.headerLine(line) } catch { throw ValidationError("-H: \(error)") }
         }
     }
 

@@ -11,11 +11,24 @@ extension HTTPFields {
             guard let field = HTTPField.Name(name) else {
                 throw CourierError(.invalidArgument, "\(name.debugDescription) is not an HTTP header name")
             }
-            guard !value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+            // By scalars: "\r\n" is one Character, equal to neither "\r" nor "\n".
+            guard !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
                 throw CourierError(.invalidArgument, "the value of the \(name) header holds a line break or NUL")
             }
             append(HTTPField(name: field, value: value))
         }
+    }
+
+    /// A `Name: value` line a person typed (`-H`, `--header`) as a pair, by the same rule:
+    /// no colon, a name that is not a token, or a line break in the value (which would
+    /// smuggle a second header into the request) is `E_INVALID_ARGUMENT`.
+    package static func headerLine(_ line: String) throws -> (name: String, value: String) {
+        guard let colon = line.firstIndex(of: ":") else {
+            throw CourierError(.invalidArgument, "a header is \"Name: value\", not \(line.debugDescription)")
+        }
+        let pair = (name: line[..<colon].trimmingCharacters(in: .whitespaces), value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        _ = try HTTPFields(validating: [pair])
+        return pair
     }
 
     /// Fields from pairs whose names are known to be valid (the package's own); an invalid

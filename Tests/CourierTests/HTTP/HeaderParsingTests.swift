@@ -123,3 +123,23 @@ import Testing
         #expect(!CourierError(.network, "GET \(url) failed").description.contains("SECRET"))
     }
 }
+
+/// Issue 28: a header value with a line break would smuggle a header (or a request) into
+/// the request; it is refused, never sent altered. "\r\n" is one Character in Swift, so the
+/// rule reads scalars.
+@Suite struct HeaderLineTests {
+    @Test(arguments: ["a\r\nX-Injected: 1", "a\nHost: evil", "a\rb", "a\0b", "\r\n"])
+    func aValueWithALineBreakIsRefused(_ value: String) {
+        #expect(throws: CourierError.self) { try HTTPFields(validating: [("X-Token", value)]) }
+        do { _ = try HTTPFields.headerLine("X-Token: \(value)"); Issue.record("accepted \(value.debugDescription)") } catch let e as CourierError {
+            #expect(e.code == .invalidArgument)
+        } catch { Issue.record("\(error)") }
+    }
+
+    @Test func aLineIsSplitAtItsFirstColonAndTrimmed() throws {
+        let pair = try HTTPFields.headerLine("Authorization:  Bearer a:b ")
+        #expect(pair.name == "Authorization" && pair.value == "Bearer a:b")
+        #expect(throws: CourierError.self) { try HTTPFields.headerLine("no colon") }
+        #expect(throws: CourierError.self) { try HTTPFields.headerLine("bad name: x") }
+    }
+}
