@@ -51,9 +51,9 @@ import Glibc
     }
 
     /// Starts the binary; returns the process and its output pipes.
-    static func launch(_ args: [String], cwd: URL? = nil, environment extra: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+    static func launch(_ args: [String], cwd: URL? = nil, environment extra: [String: String] = [:], executable: String? = nil) throws -> (Process, Pipe, Pipe) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
+        p.executableURL = URL(fileURLWithPath: executable ?? binary)
         p.arguments = args
         if let cwd { p.currentDirectoryURL = cwd }
         var env = ProcessInfo.processInfo.environment.merging(extra) { $1 }
@@ -69,8 +69,8 @@ import Glibc
     /// Runs the binary to the end. The waiting happens on a Dispatch thread, never on
     /// Swift's cooperative pool: the origin these tests talk to runs in this process and
     /// needs those (two, on this machine) threads to answer the child we wait for.
-    static func run(_ args: [String], cwd: URL? = nil, environment: [String: String] = [:]) async throws -> Result {
-        let (p, out, err) = try launch(args, cwd: cwd, environment: environment)
+    static func run(_ args: [String], cwd: URL? = nil, environment: [String: String] = [:], executable: String? = nil) async throws -> Result {
+        let (p, out, err) = try launch(args, cwd: cwd, environment: environment, executable: executable)
         return await finish(p, out, err)
     }
 
@@ -86,10 +86,20 @@ import Glibc
                 let e = err.fileHandleForReading.readDataToEndOfFile()
                 done.wait()
                 p.waitUntilExit()
-                continuation.resume(returning: Result(status: p.terminationStatus, stdout: String(decoding: stdout.data, as: UTF8.self),
-                                                      stderr: String(decoding: e, as: UTF8.self), stdoutData: stdout.data))
+                let result = Result(status: p.terminationStatus, stdout: String(decoding: stdout.data, as: UTF8.self),
+                                    stderr: String(decoding: e, as: UTF8.self), stdoutData: stdout.data)
+                expectNoBuildPath(result.stderr)
+                continuation.resume(returning: result)
             }.start()
         }
+    }
+
+    /// Issue 28: no message of any command names a path of the machine that built it (a
+    /// dependency's checkout, a source file and line): checked on every run of every CLI test.
+    static func expectNoBuildPath(_ text: String) {
+        let marks = text.contains("/checkouts/") || text.contains("/.build/") && text.contains("/Sources/")
+            || text.range(of: #"\.(swift|cc|c|h):[0-9]+"#, options: .regularExpression) != nil
+        #expect(!marks, "a message names a path of the build machine: \(text.prefix(2000))")
     }
 
     static func sha256(_ data: Data) -> String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
