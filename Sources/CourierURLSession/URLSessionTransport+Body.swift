@@ -5,6 +5,9 @@ import FoundationNetworking
 #endif
 
 extension URLSessionTransport {
+    /// The largest file body FoundationNetworking is given from memory (see `makeTask`).
+    static let inMemoryBodyLimit: Int64 = 16 << 20
+
     /// The task for a request: a data task without a body, an upload task with one. A whole
     /// file is uploaded from itself; a byte range of one (an S3 part, a tus chunk) is first
     /// copied, 1 MiB at a time, to a file of its own, since URLSession uploads only whole
@@ -16,6 +19,15 @@ extension URLSessionTransport {
         case let .bytes(data):
             return (session.uploadTask(with: request, from: data), nil)
         case let .file(url, offset, length):
+            #if canImport(FoundationNetworking)
+            // FoundationNetworking (Linux) traps in its own code (a `try!` on curl_easy_pause,
+            // EasyHandle.swift) when a transfer whose body comes from a file fails: a reset, a
+            // reply that breaks HTTP. A body of up to 16 MiB (every S3 part and tus chunk at the
+            // default sizes) goes from memory instead, where it fails as an error.
+            if length <= Self.inMemoryBodyLimit {
+                return (session.uploadTask(with: request, from: try StagedBody.read(url, offset: offset, length: length)), nil)
+            }
+            #endif
             if offset == 0, let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber,   // unreadable: staged below, which reports it
                size.int64Value == length {
                 return (session.uploadTask(with: request, fromFile: url), nil)
@@ -29,6 +41,24 @@ extension URLSessionTransport {
 /// A byte range of a file copied to a temporary file of its own, for an upload task.
 final class StagedBody: Sendable {
     let url: URL
+
+    /// A byte range of a file, read into memory.
+    static func read(_ source: URL, offset: Int64, length: Int64) throws -> Data {
+        guard let input = FileHandle(forReadingAtPath: source.path) else {
+            throw CourierError(.fileRead, "\(source.lastPathComponent) could not be opened for the upload")
+        }
+        defer { try? input.close() }   // read-only: closing loses nothing
+        do {
+            try input.seek(toOffset: UInt64(offset))
+            let data = try input.read(upToCount: Int(length)) ?? Data()
+            guard data.count == Int(length) else {
+                throw CourierError(.readFailed, "\(source.lastPathComponent) ended early while uploading: it changed under the upload")
+            }
+            return data
+        } catch {
+            throw error as? CourierError ?? FileErrors.error(error, "read", source, .read)
+        }
+    }
 
     init(copying source: URL, offset: Int64, length: Int64) throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-body-\(UUID().uuidString)")

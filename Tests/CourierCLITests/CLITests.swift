@@ -78,6 +78,12 @@ import Glibc
     /// cooperative pool, and never on Dispatch's global queue, whose non-overcommitting
     /// pool (one thread per core here) deadlocks when several tests block on it at once.
     static func finish(_ p: Process, _ out: Pipe, _ err: Pipe) async -> Result {
+        let result = await collect(p, out, err)
+        expectNoBuildPath(result.stderr)   // here, in the test's own context
+        return result
+    }
+
+    private static func collect(_ p: Process, _ out: Pipe, _ err: Pipe) async -> Result {
         await withCheckedContinuation { continuation in
             let stdout = DataBox()
             let done = DispatchSemaphore(value: 0)
@@ -86,10 +92,8 @@ import Glibc
                 let e = err.fileHandleForReading.readDataToEndOfFile()
                 done.wait()
                 p.waitUntilExit()
-                let result = Result(status: p.terminationStatus, stdout: String(decoding: stdout.data, as: UTF8.self),
-                                    stderr: String(decoding: e, as: UTF8.self), stdoutData: stdout.data)
-                expectNoBuildPath(result.stderr)
-                continuation.resume(returning: result)
+                continuation.resume(returning: Result(status: p.terminationStatus, stdout: String(decoding: stdout.data, as: UTF8.self),
+                                                      stderr: String(decoding: e, as: UTF8.self), stdoutData: stdout.data))
             }.start()
         }
     }

@@ -193,6 +193,41 @@ import Testing
         Self.expectNoBuildPath(run.stderr + run.stdout, command.name)
     }
 
+    /// An attachment queued for upload to an HTTP remote that lies: the sync pass reports the
+    /// code after one request, and the attachment stays queued for the queue's own backoff.
+    @Test(arguments: ["nio", "urlsession"])
+    func anAttachmentRemoteGetsTheCodeFromTheFirstReply(transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let server = try HostileServer { _, _ in [.text("HTTP/1.1 200 OK\r\n"), .sendForever(Data("X-Pad: \(Self.pad)\r\n".utf8))] }
+        defer { server.stop() }
+        let file = w.base.appendingPathComponent("p.txt")
+        try Data("hello".utf8).write(to: file)
+        let app = w.base.appendingPathComponent("app.sqlite").path
+        let saved = try await CLITests.run(["attachments", "save", "--db", app, "--remote", server.url("/att"), file.path])
+        #expect(saved.status == 0 && server.requests.isEmpty, "\(saved.stderr)")
+        let sync = try await CLITests.run(["attachments", "sync", "--db", app, "--remote", server.url("/att"), "--transport", transport])
+        print("hostile: endless header block to an attachment remote over \(transport): \(sync.stderr.split(separator: "\n").first ?? "") requests \(server.requests.count)")
+        #expect(sync.status == 3 && sync.stderr.contains("E_PROTOCOL") && sync.stderr.contains("QUEUED_UPLOAD"), "\(transport): \(sync.stderr)")
+        #expect(server.requests.count == 1, "\(transport): \(server.requests.count) requests")
+    }
+
+    /// A connection reset while an upload's body goes: a passing E_NETWORK, never a crash
+    /// (FoundationNetworking trapped on it when the body came from a file).
+    @Test(arguments: ["nio", "urlsession"])
+    func anUploadWhoseConnectionIsResetFailsWithACode(transport: String) async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let server = try HostileServer { _, _ in [.reset] }
+        defer { server.stop() }
+        let file = w.base.appendingPathComponent("p.bin")
+        try Data(repeating: 2, count: 3 << 20).write(to: file)
+        let app = w.base.appendingPathComponent("app.sqlite").path
+        #expect(try await CLITests.run(["attachments", "save", "--db", app, "--remote", server.url("/att"), file.path]).status == 0)
+        let sync = try await CLITests.run(["attachments", "sync", "--db", app, "--remote", server.url("/att"), "--transport", transport])
+        #expect(sync.status == 3 && sync.stderr.contains("E_NETWORK") && !sync.stderr.contains("Fatal error"), "\(transport): \(sync.stderr)")
+    }
+
     /// Names a server gives in Content-Disposition: the file lands in the folder asked for,
     /// under a name with no separator, no control character and no climbing; nothing is
     /// written anywhere else.
