@@ -16,10 +16,20 @@ extension PartialFile {
         defer { _ = closeDescriptor(fd) }
         guard ftruncate(fd, off_t(length)) == 0 else { throw error(errno, "size", url) }
         #if canImport(Glibc)
-        let result = posix_fallocate(fd, 0, off_t(length))
-        if result != 0, result != EOPNOTSUPP, result != EINVAL { throw error(result, "reserve space for", url) }
+        // The file system reserves the blocks, or says it cannot (FUSE, NFS before 4.2): then
+        // the file stays sparse and a full disk shows on a write. Not posix_fallocate, whose
+        // fallback writes a byte per block and needs read access (EBADF on this descriptor).
+        if let fallocate = Self.fallocate, fallocate(fd, 0, 0, length) != 0 {
+            let err = errno
+            if err != EOPNOTSUPP, err != ENOSYS, err != EINVAL { throw error(err, "reserve space for", url) }
+        }
         #endif
     }
+
+    /// glibc's `fallocate`, looked up at run time: Swift's Glibc module declares it only
+    /// under `_GNU_SOURCE`.
+    private typealias Fallocate = @convention(c) (Int32, Int32, Int64, Int64) -> Int32
+    private static let fallocate: Fallocate? = dlsym(dlopen(nil, RTLD_NOW), "fallocate64").map { unsafeBitCast($0, to: Fallocate.self) }
 
     /// Forces a file's bytes to stable storage.
     public static func sync(_ url: URL) throws {
