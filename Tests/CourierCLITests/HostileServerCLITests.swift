@@ -100,31 +100,25 @@ import Testing
 
     /// 64 MiB of zeros, gzipped by the system's gzip (about 64 KiB): made before the command
     /// starts (``aLyingServerGetsItsCodeAtOnce`` touches it), never while it waits for a byte.
-    static let gzipBomb: Data = {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", "head -c 67108864 /dev/zero | gzip -c"]
-        let out = Pipe()
-        p.standardOutput = out
-        try? p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return data
-    }()
+    static let gzipBomb = output(of: "/bin/sh", ["-c", "head -c 67108864 /dev/zero | gzip -c"])
 
     /// 16 MiB of four letters at random, gzipped (about 4.6 MiB).
-    static let compressedPastLimit: Data = {
+    static let compressedPastLimit = output(of: "/usr/bin/python3", [
+        "-c", "import random, sys, gzip; r = random.Random(28); t = bytes(97 + i % 4 for i in range(256)); "
+            + "sys.stdout.buffer.write(gzip.compress(r.randbytes(16 << 20).translate(t), compresslevel=1))"])
+
+    /// What a command prints (empty when it cannot run: the case then fails on its code).
+    static func output(of executable: String, _ arguments: [String]) -> Data {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        p.arguments = ["-c", "import random, sys, gzip; r = random.Random(28); t = bytes(97 + i % 4 for i in range(256)); "
-                       + "sys.stdout.buffer.write(gzip.compress(r.randbytes(16 << 20).translate(t), compresslevel=1))"]
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
         let out = Pipe()
         p.standardOutput = out
-        try? p.run()
+        try? p.run()   // not run: the empty body makes the case fail with its own message
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         return data
-    }()
+    }
 
     @Test(arguments: cases, ["nio", "urlsession"])
     func aLyingServerGetsItsCodeAtOnce(_ lie: Case, transport: String) async throws {
