@@ -80,6 +80,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"), arguments: ["nio", "urlsession"])
     func s3PutKilledAtHalfSendsAtMostOnePartAgain(stack: String) async throws {
         let dir = temporaryFolder("courier-put-s3")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (file, sha) = try Self.file(dir, "video.bin")
         let bucket = "put-\(UUID().uuidString.prefix(8).lowercased())"
         let s = try await s3(bucket)
@@ -105,6 +106,7 @@ import Glibc
     @Test(.enabled(if: TusServer.shared.isAvailable, "needs aiohttp-tus"), arguments: ["nio", "urlsession"])
     func tusPutKilledAtHalfSendsOnlyTheUnconfirmedBytesAgain(stack: String) async throws {
         let dir = temporaryFolder("courier-put-tus")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let name = "tus-\(UUID().uuidString.prefix(6)).bin"
         let (file, sha) = try Self.file(dir, name, seed: 12)
         let db = dir.appendingPathComponent("courier.sqlite").path
@@ -132,6 +134,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func aMissingBucketIsSaidInWords() async throws {
         let dir = temporaryFolder("courier-put-nobucket")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (file, _) = try Self.file(dir, "a.bin", size: 1000)
         let r = try await CLITests.run(["put", file.path, "s3://no-such-bucket-\(UUID().uuidString.prefix(8).lowercased())/a.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)",
                                         "--db", dir.appendingPathComponent("courier.sqlite").path], environment: aws)
@@ -158,6 +161,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func aFileChangedBetweenKillAndResumeIsUploadedWhole() async throws {
         let dir = temporaryFolder("courier-put-changed")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (file, _) = try Self.file(dir, "notes.bin", size: 48 << 20, seed: 21)
         let bucket = "chg-\(UUID().uuidString.prefix(8).lowercased())"
         let s = try await s3(bucket)
@@ -176,6 +180,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func attachmentsSyncKilledAtHalfSendsAtMostOnePartAgain() async throws {
         let dir = temporaryFolder("courier-sync-s3")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (file, sha) = try Self.file(dir, "field-video.mov", seed: 31)
         let bucket = "sync-\(UUID().uuidString.prefix(8).lowercased())"
         let s = try await s3(bucket, prefix: "att/")
@@ -200,6 +205,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func severalFilesToAPrefixAndBadInputGetCodes() async throws {
         let dir = temporaryFolder("courier-put-many")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (a, shaA) = try Self.file(dir, "a.jpg", size: 70_000, seed: 1)
         let (b, shaB) = try Self.file(dir, "b.jpg", size: 6 << 20, seed: 2)
         let bucket = "many-\(UUID().uuidString.prefix(8).lowercased())"

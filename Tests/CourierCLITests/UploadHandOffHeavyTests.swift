@@ -58,6 +58,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func anS3UploadHandedOffAtHalfCompletesWithNoConfirmedPartSentTwice() async throws {
         let dir = temporaryFolder("courier-handoff-s3")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (file, sha) = try PutCLITests.file(dir, "video.bin")
         let (bucket, s) = try await bucket()
         let db = dir.appendingPathComponent("courier.sqlite").path
@@ -79,6 +80,7 @@ import Glibc
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func aKillBetweenThePartsArrivalAndItsRecordingLosesNothing() async throws {
         let dir = temporaryFolder("courier-handoff-s3-kill")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let (file, sha) = try PutCLITests.file(dir, "video.bin", seed: 21)
         let (bucket, s) = try await bucket()
         let db = dir.appendingPathComponent("courier.sqlite").path
@@ -109,6 +111,7 @@ import Glibc
     @Test(.enabled(if: TusServer.shared.isAvailable, "needs aiohttp-tus"))
     func aTusUploadHandedOffAtHalfSendsTheRestOnceInOneTask() async throws {
         let dir = temporaryFolder("courier-handoff-tus")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let name = "handoff-\(UUID().uuidString.prefix(6)).bin"
         let (file, sha) = try PutCLITests.file(dir, name, seed: 22)
         let db = dir.appendingPathComponent("courier.sqlite").path
@@ -136,6 +139,7 @@ import Glibc
     @Test(.enabled(if: TusServer.shared.isAvailable, "needs aiohttp-tus"))
     func aKillAfterTheTusTasksPatchArrivedSendsNothingMore() async throws {
         let dir = temporaryFolder("courier-handoff-tus-kill")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let name = "handoff-\(UUID().uuidString.prefix(6)).bin"
         let (file, sha) = try PutCLITests.file(dir, name, seed: 23)
         let db = dir.appendingPathComponent("courier.sqlite").path

@@ -14,6 +14,7 @@ import Testing
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func theLifecycleHandsTheQueuesUploadOffAndTheQueueCompletesIt() async throws {
         let base = temporaryFolder("courier-queue-handoff")
+        defer { try? FileManager.default.removeItem(at: base) }   // the test's files (up to 512 MiB) go with it
         let app = base.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
         let bucket = "queue-handoff-\(UUID().uuidString.prefix(8).lowercased())"

@@ -11,6 +11,7 @@ struct ResumableQueueTests {
     @Test(.enabled(if: TusServer.shared.isAvailable, "needs aiohttp-tus"))
     func attachmentsGoUpWithTusAndComeDownOnAnotherDevice() async throws {
         let base = temporaryFolder("courier-tus-queue")
+        defer { try? FileManager.default.removeItem(at: base) }   // the test's files (up to 512 MiB) go with it
         let data = pseudoRandom(3 << 20, seed: 77)
         func device(_ name: String, _ progress: (@Sendable (Attachment, UploadProgress) -> Void)? = nil) throws -> (DatabasePool, AttachmentQueue) {
             try FileManager.default.createDirectory(at: base.appendingPathComponent(name), withIntermediateDirectories: true)
@@ -47,6 +48,7 @@ struct ResumableQueueTests {
     @Test(.enabled(if: MotoServer.shared.isAvailable, "needs moto_server"))
     func aFileThatChangesWhileItGoesUpIsUploadedAgainWhole() async throws {
         let dir = temporaryFolder("courier-s3-changing")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         var c = S3Configuration(bucket: "changing-\(UUID().uuidString.prefix(8).lowercased())", prefix: "up/", endpoint: MotoServer.shared.endpoint!,
                                 accessKeyID: "testing", secretAccessKey: "testing")
         c.multipartThreshold = 5 << 20

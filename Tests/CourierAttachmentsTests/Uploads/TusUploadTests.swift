@@ -36,6 +36,7 @@ struct TusUploadTests {
 
     @Test func aStoppedUploadGoesOnFromTheServersOffset() async throws {
         let dir = temporaryFolder("courier-tus-up")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let name = "clip-\(UUID().uuidString.prefix(6)).bin"
         let data = pseudoRandom(Int(chunk) * 20 + 777, seed: 9)
         let file = dir.appendingPathComponent(name)
@@ -65,6 +66,7 @@ struct TusUploadTests {
 
     @Test func aChangedFileIsUploadedWholeNeverMixed() async throws {
         let dir = temporaryFolder("courier-tus-ch")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let name = "doc-\(UUID().uuidString.prefix(6)).bin"
         let file = dir.appendingPathComponent(name)
         let old = pseudoRandom(Int(chunk) * 6, seed: 1)
@@ -85,6 +87,7 @@ struct TusUploadTests {
 
     @Test func anUploadTheServerLostIsCreatedAgain() async throws {
         let dir = temporaryFolder("courier-tus-gone")
+        defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
         let name = "gone-\(UUID().uuidString.prefix(6)).bin"
         let file = dir.appendingPathComponent(name)
         let data = pseudoRandom(Int(chunk) * 4 + 5, seed: 3)
@@ -101,6 +104,7 @@ struct TusUploadTests {
     @Test func anEmptyFileAndAOneChunkFile() async throws {
         for size in [0, 10] {
             let dir = temporaryFolder("courier-tus-small")
+            defer { try? FileManager.default.removeItem(at: dir) }   // the test's files (up to 512 MiB) go with it
             let name = "small-\(size)-\(UUID().uuidString.prefix(6)).bin"
             let file = dir.appendingPathComponent(name)
             try pseudoRandom(size, seed: 4).write(to: file)
