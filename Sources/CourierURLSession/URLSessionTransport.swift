@@ -132,8 +132,12 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             default: reason = e.localizedDescription
             }
             return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(reason))", underlying: e)
-        case .badServerResponse, .cannotParseResponse:
+        case .cannotParseResponse:
             return ReplyViolation.error(ReplyViolation.words(e.localizedDescription) ?? "the system could not parse it", url: url, underlying: e)
+        case .badServerResponse where ReplyViolation.words(e.localizedDescription) != nil:
+            // Only when it says what broke: FoundationNetworking files curl's "Empty reply
+            // from server" (a restart, a dropped keep-alive: it passes) under this code too.
+            return ReplyViolation.error(ReplyViolation.words(e.localizedDescription)!, url: url, underlying: e)
         case .unsupportedURL where ReplyViolation.words(e.localizedDescription) != nil:
             // FoundationNetworking: libcurl's "Unsupported HTTP version in response".
             return ReplyViolation.error(ReplyViolation.words(e.localizedDescription)!, url: url, underlying: e)
@@ -147,7 +151,8 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             // (-1) whose text is curl's ("SSL certificate problem: self-signed certificate"):
             // a TLS failure, which no retry mends.
             let text = e.localizedDescription
-            if e.code == .unknown, text.hasPrefix("SSL") || text.localizedCaseInsensitiveContains("certificate") {
+            if e.code == .unknown, text.hasPrefix("SSL certificate") || text.hasPrefix("SSL peer certificate")
+                || text.hasPrefix("SSL: ") && text.localizedCaseInsensitiveContains("certificate") {
                 return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(text))", underlying: e)
             }
             // And a reply libcurl could not parse as an unknown error with its complaint.

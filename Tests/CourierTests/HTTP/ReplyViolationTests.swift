@@ -30,7 +30,9 @@ struct ReplyViolationTests {
         #expect(ReplyViolation.words(complaint)?.contains(expected) == true, "\(String(describing: ReplyViolation.words(complaint)))")
     }
 
-    @Test(arguments: ["Recv failure: Connection reset by peer", "stream ended at an unexpected time", "timed out", ""])
+    @Test(arguments: ["Recv failure: Connection reset by peer", "stream ended at an unexpected time", "timed out", "",
+                      "Empty reply from server", "Failed to connect to chunks.cdn.example port 443 after 3 ms: No route to host",
+                      "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to content-length.example:443"])
     func aDroppedConnectionIsNotAViolation(_ complaint: String) {
         #expect(ReplyViolation.words(complaint) == nil)
     }
@@ -59,7 +61,8 @@ struct ReplyViolationTests {
 
     @Test func urlSessionsParseFailuresArePermanent() {
         let cases: [URLError] = [
-            URLError(.badServerResponse), URLError(.cannotParseResponse),
+            URLError(.cannotParseResponse),
+            URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "Invalid status line"]),
             URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "Too large response headers: 307762 > 307200"]),
             URLError(.unsupportedURL, userInfo: [NSLocalizedDescriptionKey: "Unsupported HTTP version in response"]),
         ]
@@ -69,5 +72,11 @@ struct ReplyViolationTests {
         }
         let reset = URLSessionTransport.map(URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "Recv failure: Connection reset by peer"]), url: "http://h/f") as? CourierError
         #expect(reset?.code == .network)
+        // FoundationNetworking's "Empty reply from server" (a restart, a dropped keep-alive) passes.
+        let empty = URLSessionTransport.map(URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "Empty reply from server"]), url: "http://h/f") as? CourierError
+        #expect(empty?.code == .network && empty?.isPassing == true, "\(String(describing: empty))")
+        // An old curl's reset through TLS is not a certificate problem.
+        let sslReset = URLSessionTransport.map(URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "SSL read: error:00000000:lib(0):func(0):reason(0), errno 104"]), url: "https://h/f") as? CourierError
+        #expect(sslReset?.code == .network, "\(String(describing: sslReset))")
     }
 }
