@@ -93,3 +93,23 @@ import CourierCore
         do { let r = byMedia.flush(); #expect(r?.all.map(\.id) == ["y"]) }
     }
 }
+
+/// A quick pause then resume through a `Progress`: the pause's own snapshot, showing after
+/// the resume, is not "a pause made elsewhere" and does not pause the download again (the
+/// resume was lost so, about one full run in five).
+@Suite struct ProgressMirrorTests {
+    @Test func theAppsOwnPauseShowingLateDoesNotUndoItsResume() {
+        let progress = Progress(totalUnitCount: 100)
+        let mirror = WeakProgress(progress)
+        mirror.asked(.paused); progress.pause()
+        mirror.asked(.downloading); progress.resume()
+        let paused = DownloadSnapshot(record: SnapshotRulesTests.record("a", state: .paused, bytes: 10, total: 100))
+        _ = ProgressMirror.show(paused, on: progress, after: mirror.swapPhase(.paused) ?? .downloading, mirror: mirror)
+        #expect(!progress.isPaused)
+        // Running again: the app's resume showing; then a pause made elsewhere is mirrored.
+        let running = DownloadSnapshot(record: SnapshotRulesTests.record("a", state: .downloading, bytes: 20, total: 100))
+        _ = ProgressMirror.show(running, on: progress, after: mirror.swapPhase(.downloading), mirror: mirror)
+        _ = ProgressMirror.show(paused, on: progress, after: mirror.swapPhase(.paused), mirror: mirror)
+        #expect(progress.isPaused)
+    }
+}
