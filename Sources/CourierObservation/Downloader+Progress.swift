@@ -35,7 +35,7 @@ extension Downloader {
                 return false
             }
             guard let s = update.all.first else { return true }
-            return ProgressMirror.show(s, on: progress, after: weakProgress.swapPhase(s.phase), mirror: weakProgress)
+            return ProgressMirror.show(s, on: progress, mirror: weakProgress)
         }   // it runs until the download completes or goes, or the progress is released
         return progress
     }
@@ -43,10 +43,11 @@ extension Downloader {
 
 /// How a snapshot shows on a `Progress`.
 enum ProgressMirror {
-    /// Updates `progress`; `false` once nothing more will change (completed). `previous`: the
-    /// phase of the update before, so a pause or resume made elsewhere is mirrored when it
+    /// Updates `progress`; `false` once nothing more will change (completed). `mirror` keeps
+    /// the phase of the update before, so a pause or resume made elsewhere is mirrored when it
     /// happens, never against one the app just asked for through the progress.
-    static func show(_ s: DownloadSnapshot, on progress: Progress, after previous: DownloadSnapshot.Phase?, mirror: WeakProgress? = nil) -> Bool {
+    static func show(_ s: DownloadSnapshot, on progress: Progress, mirror: WeakProgress) -> Bool {
+        let previous = mirror.swapPhase(s.phase)
         if let total = s.totalBytes, progress.totalUnitCount != total { progress.totalUnitCount = total }
         progress.completedUnitCount = s.phase == .completed ? max(s.bytesReceived, progress.totalUnitCount) : s.bytesReceived
         progress.setUserInfoObject(s.bytesPerSecond > 0 ? NSNumber(value: Int(s.bytesPerSecond)) : nil, forKey: .throughputKey)
@@ -55,8 +56,8 @@ enum ProgressMirror {
         // The app's own pause (or resume) showing late is not one: mirrored, it would undo a
         // resume (or pause) the app asked for since, as a quick pause-then-resume did.
         let wasPaused = previous == .paused
-        if s.phase == .paused, !wasPaused, mirror?.madeElsewhere(.paused) ?? true, !progress.isPaused { mirror?.mirroring { progress.pause() } ?? progress.pause() }
-        if s.isActive, wasPaused, mirror?.madeElsewhere(.downloading) ?? true, progress.isPaused { mirror?.mirroring { progress.resume() } ?? progress.resume() }
+        if s.phase == .paused, !wasPaused, mirror.madeElsewhere(.paused), !progress.isPaused { mirror.mirroring { progress.pause() } }
+        if s.isActive, wasPaused, mirror.madeElsewhere(.downloading), progress.isPaused { mirror.mirroring { progress.resume() } }
         return s.phase != .completed
     }
 }

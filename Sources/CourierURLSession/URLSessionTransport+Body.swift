@@ -44,45 +44,43 @@ final class StagedBody: Sendable {
 
     /// A byte range of a file, read into memory.
     static func read(_ source: URL, offset: Int64, length: Int64) throws -> Data {
-        guard let input = FileHandle(forReadingAtPath: source.path) else {
-            throw CourierError(.fileRead, "\(source.lastPathComponent) could not be opened for the upload")
-        }
-        defer { try? input.close() }   // read-only: closing loses nothing
+        var data = Data(capacity: Int(length))
         do {
-            try input.seek(toOffset: UInt64(offset))
-            let data = try input.read(upToCount: Int(length)) ?? Data()
-            guard data.count == Int(length) else {
-                throw CourierError(.readFailed, "\(source.lastPathComponent) ended early while uploading: it changed under the upload")
-            }
-            return data
+            try read(source, offset: offset, length: length) { data.append($0) }
         } catch {
             throw error as? CourierError ?? FileErrors.error(error, "read", source, .read)
         }
+        return data
     }
 
     init(copying source: URL, offset: Int64, length: Int64) throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("courier-body-\(UUID().uuidString)")
-        guard let input = FileHandle(forReadingAtPath: source.path) else {
-            throw CourierError(.fileRead, "\(source.lastPathComponent) could not be opened for the upload")
-        }
-        defer { try? input.close() }   // read-only: closing loses nothing
         guard FileManager.default.createFile(atPath: url.path, contents: nil), let output = FileHandle(forWritingAtPath: url.path) else {
             throw CourierError(.fileWrite, "no room for the upload's staged part in \(url.deletingLastPathComponent().path)")
         }
         do {
             defer { try? output.close() }   // the copy is only read back by this upload; a lost close loses nothing it needs
-            try input.seek(toOffset: UInt64(offset))
-            var remaining = length
-            while remaining > 0 {
-                guard let data = try input.read(upToCount: Int(min(remaining, 1 << 20))), !data.isEmpty else {
-                    throw CourierError(.readFailed, "\(source.lastPathComponent) ended early while uploading: it changed under the upload")
-                }
-                try output.write(contentsOf: data)
-                remaining -= Int64(data.count)
-            }
+            try Self.read(source, offset: offset, length: length) { try output.write(contentsOf: $0) }
         } catch {
             remove()
             throw error as? CourierError ?? FileErrors.error(error, "stage", url, .write)
+        }
+    }
+
+    /// `length` bytes of `source` from `offset`, 1 MiB at a time, handed to `each`.
+    private static func read(_ source: URL, offset: Int64, length: Int64, each: (Data) throws -> Void) throws {
+        guard let input = FileHandle(forReadingAtPath: source.path) else {
+            throw CourierError(.fileRead, "\(source.lastPathComponent) could not be opened for the upload")
+        }
+        defer { try? input.close() }   // read-only: closing loses nothing
+        try input.seek(toOffset: UInt64(offset))
+        var remaining = length
+        while remaining > 0 {
+            guard let data = try input.read(upToCount: Int(min(remaining, 1 << 20))), !data.isEmpty else {
+                throw CourierError(.readFailed, "\(source.lastPathComponent) ended early while uploading: it changed under the upload")
+            }
+            try each(data)
+            remaining -= Int64(data.count)
         }
     }
 
