@@ -13,6 +13,8 @@ struct DownloadRun: Sendable {
     var limiter: RateLimiter? = nil
     /// A background hand-off made the partial file whole: verify and finish it, no request.
     var partialIsWhole = false
+    /// The fresh URL a denied range was given: asked once in this run, asked by its later attempts.
+    let rangeRefresh = RangeRefresh()
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -101,6 +103,7 @@ struct DownloadRun: Sendable {
         var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts, canRefresh: context.refresher(for: id) != nil)
         var action = lifecycle.start(kept: PartialFile.length(at: partialURL))
         var keptBefore: Int64 = 0
+        var rangesRefreshed = false
 
         // The lifecycle decides; this loop only carries its actions out.
         while true {
@@ -109,6 +112,13 @@ struct DownloadRun: Sendable {
             case .attempt:
                 keptBefore = PartialFile.length(at: partialURL)
                 let outcome = try await attempt(record: record, url: url, partialURL: partialURL, finalURL: finalURL)
+                // A denied range got a fresh URL: the next attempts ask it (it was recorded,
+                // redacted), and it is fresh enough to resume with.
+                if !rangesRefreshed, let fresh = await rangeRefresh.fresh {
+                    url = fresh
+                    rangesRefreshed = true
+                    lifecycle.rangesRefreshedURL()
+                }
                 record = try await db.record(id: id) ?? record
                 let kept = PartialFile.length(at: partialURL)
                 if case let .retry(error, _) = outcome {

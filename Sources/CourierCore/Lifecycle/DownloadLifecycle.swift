@@ -121,6 +121,12 @@ struct DownloadLifecycle: Sendable {
         return gate(kept: kept)
     }
 
+    /// A denied range was given a fresh URL during the attempt (``RangeRefresh``): the run
+    /// uses it, and does not ask for another before resuming.
+    mutating func rangesRefreshedURL() {
+        refreshedBeforeResume = true
+    }
+
     /// The wait after a passing failure is over.
     mutating func waited(kept: Int64) -> Action {
         gate(kept: kept)

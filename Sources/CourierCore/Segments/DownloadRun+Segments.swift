@@ -73,7 +73,7 @@ extension DownloadRun {
         let partialURL = context.fileURL(record.partialPath)
         let connections = max(1, record.connections)
         let started = ContinuousClock.now
-        let shared = RangeURL(url)
+        let shared = RangeURL(url, refresh: rangeRefresh)
         do {
             try await withThrowingTaskGroup(of: WorkerEnd.self) { group in
                 var first = first

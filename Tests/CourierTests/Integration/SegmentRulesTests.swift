@@ -94,6 +94,38 @@ import CourierOrigin
         }
     }
 
+    /// The fresh URL a denied range was given serves the run's later attempts: when the
+    /// ranges then fail for another reason and the run tries again, it asks the fresh URL,
+    /// not the denied one, and the refresher is not asked again. (Each attempt asked the
+    /// denied URL and the refresher anew; CI saw it when a range gave up under load.)
+    @Test func aFreshURLOutlivesTheAttemptThatGotIt() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("p.bin", size: 2_000_000)
+            var expired = Fault(); expired.failStatus = 403; expired.onlyRanges = true
+            fx.origin.setFault(expired, for: "/p.bin")
+            try FileManager.default.createDirectory(at: fx.served.appendingPathComponent("fresh"), withIntermediateDirectories: true)
+            try data.write(to: fx.served.appendingPathComponent("fresh/p.bin"))
+            let attrs = try FileManager.default.attributesOfItem(atPath: fx.served.appendingPathComponent("p.bin").path)
+            try FileManager.default.setAttributes([.modificationDate: attrs[.modificationDate]!], ofItemAtPath: fx.served.appendingPathComponent("fresh/p.bin").path)
+            // The fresh link's ranges are refused for a while: at most two ranges ask at once
+            // (the first, then one split off when the first range ends), 6 tries each, so 12
+            // refusals make one give up: the attempt fails passing and the run tries again.
+            var busy = Fault(); busy.failStatus = 503; busy.onlyRanges = true; busy.failCount = 12
+            fx.origin.setFault(busy, for: "/fresh/p.bin")
+            let refresher = Refresher(fresh: fx.url("fresh/p.bin"))
+            let d = try downloader(fx, refresher: refresher)
+            try await d.enqueue(DownloadRequest(id: "seg", url: fx.url("p.bin"), destination: "seg.bin", connections: 2))
+            let done = try await d.waitForCompletion(id: "seg")
+            await d.shutdown()
+            #expect(fx.finalData("seg.bin") == data)
+            #expect(done.attemptCount >= 1, "the run tried again after its ranges gave up")
+            let reasons = await refresher.reasons
+            #expect(reasons == [.accessDenied(status: 403)], "\(reasons) \(fx.origin.requests.map { "\($0.path) \($0.range ?? "-") \($0.status)" })")
+            let denied = gets(fx, "/p.bin").filter { $0.status == 403 }
+            #expect((1...2).contains(denied.count), "only the first attempt's ranges asked the denied URL: \(denied.count)")
+        }
+    }
+
     /// A range redirected to another origin goes there without the download's credentials;
     /// a range redirected within the origin keeps them.
     @Test func aRedirectedRangeCarriesCredentialsOnlyToItsOrigin() async throws {

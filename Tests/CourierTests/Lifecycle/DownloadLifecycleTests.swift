@@ -12,6 +12,8 @@ import Testing
         case refreshed(found: Bool, kept: Int64 = 0)
         case waited(kept: Int64 = 0)
         case restarted
+        /// A denied range got a fresh URL during the attempt (no action: shown as "-").
+        case rangesRefreshed
     }
 
     static let policy: RetryPolicy = {
@@ -49,6 +51,9 @@ import Testing
             case let .refreshed(found, kept): action = machine.refreshed(found: found, kept: kept)
             case let .waited(kept): action = machine.waited(kept: kept)
             case .restarted: action = machine.restarted()
+            case .rangesRefreshed:
+                machine.rangesRefreshedURL()
+                return "-"
             }
             return describe(action)
         }
@@ -69,6 +74,9 @@ import Testing
         Row(name: "kept bytes and a refresher: a fresh URL once before the first attempt",
             steps: [.start(kept: 10), .refreshed(found: true, kept: 10), .ended(.retry(net, after: nil), kept: 10), .waited(kept: 10)],
             expected: ["refresh(beforeResume)", "attempt", "backOff(E_NETWORK 1/3 1000ms)", "attempt"]),
+        Row(name: "a fresh URL a denied range got in the run: no second one before resuming",
+            steps: [.start(kept: 0), .rangesRefreshed, .ended(.retry(net, after: nil), kept: 10), .waited(kept: 10)],
+            expected: ["attempt", "-", "backOff(E_NETWORK 1/3 1000ms)", "attempt"]),
         Row(name: "kept bytes, no refresher: straight to the attempt",
             steps: [.start(kept: 10)], expected: ["attempt"], canRefresh: false),
         Row(name: "a refresher that has nothing before resume: the stored URL is used",
