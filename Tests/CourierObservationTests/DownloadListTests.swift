@@ -59,7 +59,7 @@ import Testing
         let list = DownloadList(downloader: second)
         var loaded = false
         withObservationTracking { _ = list.items } onChange: { }
-        let filled = try await until(timeout: .seconds(10)) { list.items.count == 3 }
+        let filled = try await until { list.items.count == 3 }
         loaded = list.isLoaded
         #expect(filled && loaded)
         for item in list.items {
@@ -165,8 +165,10 @@ final class Flag: @unchecked Sendable {   // behind a lock
     var isRaised: Bool { lock.lock(); defer { lock.unlock() }; return raised }
 }
 
-/// Waits on the main actor until `condition` holds (true) or `timeout` passes (false).
-@MainActor func until(timeout: Duration = .seconds(20), _ condition: @MainActor () async throws -> Bool) async throws -> Bool {
+/// Waits on the main actor until `condition` holds (true) or `timeout` passes (false): long,
+/// as ``eventually(timeout:_:)``'s, since it only bounds a wait that failed (CI saw a 2 MiB
+/// download on loopback take more than 20 s while the parallel suite starved the process).
+@MainActor func until(timeout: Duration = .seconds(60), _ condition: @MainActor () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }

@@ -26,7 +26,8 @@ import Testing
         #expect(transfers.detail(of: transfers.list.item(id: catalog[0].id)) == "Not downloaded")
 
         #expect(await transfers.press(catalog[0]) == .started)                       // rule 5
-        #expect(try await until { transfers.list.item(id: catalog[0].id)?.phase == .completed })
+        #expect(try await until { transfers.list.item(id: catalog[0].id)?.phase == .completed },
+                "\(transfers.detail(of: transfers.list.item(id: catalog[0].id)))")
         #expect(try transfers.localPath(of: catalog[0]) == "Catalog/film.bin")      // written with the completion
         let file = app.appendingPathComponent("Downloads/Catalog/film.bin")
         #expect(try Data(contentsOf: file) == film)

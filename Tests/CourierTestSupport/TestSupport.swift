@@ -10,8 +10,10 @@ public func errorCode(_ body: () async throws -> Void) async -> String? {
     do { try await body(); return nil } catch let e as CourierError { return e.code.rawValue } catch { return "native: \(type(of: error)) \(error)" }
 }
 
-/// Polls until a condition holds or the timeout passes.
-public func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async throws -> Bool {
+/// Polls until a condition holds or the timeout passes. The timeout only bounds a wait
+/// that failed (a condition that holds returns at once): it is long, because the parallel
+/// suite on two cores can starve one test for tens of seconds.
+public func eventually(timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
