@@ -41,7 +41,7 @@ extension MediaLibrary {
             guard let media = legacy.legacyMedia(in: folder) else { continue }
             let container = try MediaLayout.component(media.pathExtension, "extension")
             let target = root.appendingPathComponent(try MediaLayout.mediaFile(item, versionId: item.id, container: container))
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Durability.createFolder(target.deletingLastPathComponent())
             guard rename(media.path, target.path) == 0 else { throw FileErrors.error(errno, "move \(item.id)'s media into the new layout:", target, .write) }
             // Images: Images/Primary.* and Backdrop.* keep their place for movies; episodes' move to the season.
             let oldImages = folder.appendingPathComponent("Images")
@@ -50,7 +50,7 @@ extension MediaLibrary {
                     guard let old = ((try? FileManager.default.contentsOfDirectory(at: oldImages, includingPropertiesForKeys: nil)) ?? [])   // a folder that cannot be listed holds nothing to show
                         .first(where: { $0.deletingPathExtension().lastPathComponent == kind.rawValue }) else { continue }
                     let new = root.appendingPathComponent(try MediaLayout.image(.episode(item), kind, ext: old.pathExtension.isEmpty ? "jpeg" : old.pathExtension))
-                    try FileManager.default.createDirectory(at: new.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try Durability.createFolder(new.deletingLastPathComponent())
                     _ = rename(old.path, new.path)
                 }
             }

@@ -45,7 +45,7 @@ struct MetadataStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(metadata)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(file.deletingLastPathComponent())
         try AtomicWrite.write(data, to: file)
     }
 

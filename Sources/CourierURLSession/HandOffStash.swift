@@ -38,7 +38,7 @@ struct HandOffStash: Sendable {
     /// Keeps the system's temporary file at `location` with its reply's head. Synchronous:
     /// the system deletes `location` once the delegate returns.
     func keep(_ id: String, location: URL, status: Int, headers: [(String, String)], resumed: Bool = false) throws {
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Durability.createFolder(folder)
         let body = bodyURL(id)
         discard(id)
         do {

@@ -56,7 +56,7 @@ public struct DataRemoteStorage: RemoteStorage {
             throw CourierError(.attachmentTooLarge, "\(attachment.filename) has \(size) bytes, over the \(maxInMemoryBytes) a Data-based storage may hold in memory")
         }
         let data = try await Self.mapped("download of \(attachment.filename)") { try await adapter.downloadFile(attachment: attachment) }
-        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(destination.deletingLastPathComponent())
         try AtomicWrite.write(data, to: destination)
     }
 

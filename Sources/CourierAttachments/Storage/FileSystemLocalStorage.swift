@@ -11,7 +11,7 @@ public struct FileSystemLocalStorage: LocalStorage {
     /// Uses (and creates) `directory`.
     public init(directory: URL) throws {
         self.directory = directory.standardizedFileURL
-        do { try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true) } catch {
+        do { try Durability.createFolder(self.directory) } catch {
             throw FileErrors.error(error, "create", self.directory, .write)
         }
     }
@@ -26,7 +26,7 @@ public struct FileSystemLocalStorage: LocalStorage {
     /// Writes the bytes atomically (temporary file, sync, rename).
     public func save(_ data: Data, as filename: String) async throws -> Int64 {
         let target = try url(filename)
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(target.deletingLastPathComponent())
         try AtomicWrite.write(data, to: target)
         return Int64(data.count)
     }

@@ -10,7 +10,7 @@ enum HTTPCalls {
 
     /// Streams a GET reply body to a file atomically.
     static func save(_ response: TransportResponse, to destination: URL) async throws {
-        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(destination.deletingLastPathComponent())
         let write = try AtomicWrite(replacing: destination)
         do {
             for try await chunk in response.body {

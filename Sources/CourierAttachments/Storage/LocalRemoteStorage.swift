@@ -9,7 +9,7 @@ public struct LocalRemoteStorage: ConditionalRemoteStorage {
     /// Uses (and creates) `directory`.
     public init(directory: URL) throws {
         self.directory = directory
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Durability.createFolder(directory)
     }
 
     private func url(for attachment: Attachment) throws -> URL {
@@ -64,7 +64,7 @@ public struct LocalRemoteStorage: ConditionalRemoteStorage {
 enum FileCopy {
     /// Copies in 1 MiB pieces to a temporary file beside the target, syncs, renames.
     static func atomicCopy(from source: URL, to target: URL) throws {
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(target.deletingLastPathComponent())
         guard let input = FileHandle(forReadingAtPath: source.path) else {
             throw CourierError(.fileNotFound, "cannot read \(source.lastPathComponent)")
         }

@@ -95,6 +95,23 @@ extension S3RemoteStorage {
         return aborted
     }
 
+    /// Aborts the uploads of `key` begun since `begun` (less a minute of clock skew): a run
+    /// cut between `CreateMultipartUpload` and recording its answer (``UploadRecord`` durable
+    /// before the create, its handle durable after) left one that nothing will complete. None
+    /// holds a part: no part goes up before the handle is recorded. Call it only for a record
+    /// that has no handle; a listing that fails is logged (the sweep by age takes the rest).
+    func abortUnrecordedUploads(of key: String, begunSince begun: Date) async {
+        do {
+            for upload in try await multipartUploads() where upload.key == key {
+                guard let initiated = upload.initiated, initiated >= begun.addingTimeInterval(-60) else { continue }
+                logger.notice("aborting upload \(upload.uploadID) of \(key): begun by a run that could not record it")
+                await abortQuietly(key: key, uploadID: upload.uploadID)
+            }
+        } catch {
+            logger.warning("could not list the uploads of \(key) a cut-off run may have begun: \(error)")
+        }
+    }
+
     /// The multipart uploads under this adapter's prefix, as `(key, uploadID)`.
     public func pendingMultipartUploads() async throws -> [(key: String, uploadID: String)] {
         try await multipartUploads().map { ($0.key, $0.uploadID) }

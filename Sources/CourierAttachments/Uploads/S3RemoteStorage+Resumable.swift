@@ -129,6 +129,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
             if let abandon {
                 logger.notice("starting \(key) again: \(reason)")
                 await abortQuietly(key: key, uploadID: abandon)
+            } else if let begun = existing?.record, begun.remoteId == nil, begun.kind == .s3 {
+                await abortUnrecordedUploads(of: key, begunSince: begun.createdAt)
             }
         }
         if uploadID == nil {

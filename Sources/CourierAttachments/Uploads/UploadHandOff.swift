@@ -21,7 +21,7 @@ public protocol UploadHandingOff: Sendable {
 /// with the digests of exactly those bytes.
 enum UploadPieceFile {
     static func write(_ source: UploadSource, offset: Int64, length: Int64, to url: URL) throws -> (md5: String, sha256: String, md5Data: Data, sha256Data: Data) {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(url.deletingLastPathComponent())
         guard FileManager.default.createFile(atPath: url.path, contents: nil), let output = FileHandle(forWritingAtPath: url.path) else {
             throw CourierError(.writeFailed, "cannot write \(url.path) for the hand-off")
         }
@@ -90,6 +90,7 @@ extension S3RemoteStorage: UploadHandingOff {
         var existing = try await db.upload(id: journal.id)
         if existing?.record.remoteId == nil {
             // Not begun: begun here, so every part goes to the system.
+            if let begun = existing?.record, begun.kind == .s3 { await abortUnrecordedUploads(of: key, begunSince: begun.createdAt) }
             try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
                                                   kind: .s3, target: target, partSize: partSize))
             let headers = (attachment.mediaType.map { [("Content-Type", $0)] } ?? []) + [("x-amz-checksum-algorithm", "SHA256")]

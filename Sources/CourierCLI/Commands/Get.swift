@@ -181,7 +181,7 @@ struct Get: AsyncParsableCommand {
                 return target.path
             }
         } else if directory != nil {
-            do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
+            do { try Durability.createFolder(folder) } catch {
                 throw FileErrors.error(error, "make the directory", folder, .write)
             }
         }

@@ -22,4 +22,22 @@ package enum Durability {
         defer { Foundation.close(dfd) }
         guard sync(dfd) == 0 else { throw FileErrors.error(errno, "sync the folder", folder, .write) }
     }
+
+    /// Creates `folder` and any missing parent, each made durable: a new folder's name is
+    /// in its parent's entries, so every parent of one made here is synced, or a power cut
+    /// takes the folder back with every file later synced into it (issue 29: a SYNCED
+    /// attachment whose new `attachments` folder was gone after the cut). A folder already
+    /// there costs one `stat`.
+    package static func createFolder(_ folder: URL) throws {
+        var missing: [URL] = []
+        var probe = folder.standardizedFileURL
+        var st = stat()
+        while stat(probe.path, &st) != 0, errno == ENOENT, probe.path != "/" {
+            missing.append(probe)
+            probe = probe.deletingLastPathComponent()
+        }
+        guard !missing.isEmpty else { return }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for made in missing { try syncFolder(made.deletingLastPathComponent()) }
+    }
 }

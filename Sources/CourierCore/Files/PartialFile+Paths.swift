@@ -6,7 +6,7 @@ extension PartialFile {
     /// Creates (or reuses) the partial file at `url` with exactly `length` bytes reserved on
     /// disk, for a segmented download: a full disk is found now, not half way.
     public static func preallocate(_ url: URL, length: Int64) throws {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(url.deletingLastPathComponent())
         let fd = open(url.path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let err = errno
@@ -54,7 +54,7 @@ extension PartialFile {
     public static func finalize(partial: URL, to final: URL) throws {
         let dir = final.deletingLastPathComponent()
         do {
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            try Durability.createFolder(dir)
         } catch {
             throw FileErrors.error(error, "create the folder of", final, .write)
         }

@@ -43,7 +43,7 @@ public final class PartialFile {
     /// As ``init(url:bufferSize:)``; `directIO: false` never opens the `O_DIRECT` descriptor
     /// (``DownloaderConfiguration/usesDirectIO``).
     convenience init(url: URL, bufferSize: Int, directIO: Bool) throws {
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(url.deletingLastPathComponent())
         let (fd, size) = try Self.openRegular(url, flags: O_CREAT)
         self.init(url: url, fd: fd, writingAt: size, bufferSize: bufferSize, directIO: directIO)
     }

@@ -47,16 +47,19 @@ extension CourierDatabase {
     }
 
     /// Starts (or starts again) upload `record.id`: the row replaced, its parts deleted.
+    /// Durable before the server is asked for a handle: after a power cut, a record without
+    /// one says a handle may exist that was never recorded (S3: see `createdAt`).
     public func beginUpload(_ record: UploadRecord) async throws {
-        try await write { db in
+        try await writeDurably { db in
             try UploadPart.filter(Column("uploadId") == record.id).deleteAll(db)
             try record.save(db)
         }
     }
 
-    /// Records the server's handle (S3 upload id, tus URL) of upload `id`.
+    /// Records the server's handle (S3 upload id, tus URL) of upload `id`, durably: no byte
+    /// goes to the handle before a power cut can no longer take it back.
     public func noteUploadHandle(id: String, remoteId: String) async throws {
-        try await write { db in
+        try await writeDurably { db in
             try db.execute(sql: "UPDATE \(UploadRecord.databaseTableName) SET remoteId = ?, updatedAt = ? WHERE id = ?",
                            arguments: [remoteId, DatabaseDate.text(Date()), id])
         }

@@ -25,7 +25,7 @@ public struct CourierDatabase: Sendable {
     public init(path: String) throws {
         let folder = (path as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try Durability.createFolder(URL(fileURLWithPath: folder))
         } catch {
             throw FileErrors.error(error, "make the database's folder", URL(fileURLWithPath: folder), .write)
         }
@@ -145,6 +145,11 @@ extension CourierDatabase {
     /// Runs a write, mapping database errors to ``CourierError/Code/database``.
     func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         try await MappedWriter(writer).write(body)
+    }
+
+    /// Runs a write that is on stable storage when it returns (``MappedWriter/writeDurably(_:)``).
+    func writeDurably<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        try await MappedWriter(writer).writeDurably(body)
     }
 
     /// Runs a read, mapping database errors to ``CourierError/Code/database``.

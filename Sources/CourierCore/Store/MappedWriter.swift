@@ -16,6 +16,32 @@ package struct MappedWriter: Sendable {
         }
     }
 
+    /// Runs a write transaction that is on stable storage when this returns, whatever the
+    /// connection's `synchronous` setting: with WAL and NORMAL (Courier's own databases) a
+    /// power cut may take the last commits back, which is right for progress but not for a
+    /// handle the server will hold on to (an S3 upload id: lost, it leaves an upload nobody
+    /// completes or aborts). The setting is put back as it was (an app's connection).
+    package func writeDurably<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        do {
+            return try await writer.writeWithoutTransaction { db in
+                let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
+                if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
+                defer {
+                    // The commit is durable already; a setting not put back only syncs more.
+                    if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") }
+                }
+                var result: T?
+                try db.inTransaction {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        } catch let e as CourierError { throw e } catch {
+            throw Self.mapped(error, "database write failed")
+        }
+    }
+
     /// Runs a read.
     package func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         do { return try await writer.read(body) } catch let e as CourierError { throw e } catch {

@@ -30,7 +30,7 @@ extension MirrorContainer {
         guard !FileManager.default.fileExists(atPath: target.path), Placeholder.read(for: target) == nil,
               let conditional = storage as? any ConditionalRemoteStorage else { return }
         guard let version = try await conditional.presence(of: Attachment(id: path, filename: path, state: .queuedDownload)) else { return }
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(target.deletingLastPathComponent())
         try Placeholder(key: path, size: version.size ?? 0, etag: version.etag).write(for: target)
     }
 

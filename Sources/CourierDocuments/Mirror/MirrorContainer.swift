@@ -53,7 +53,7 @@ public final class MirrorContainer: DocumentContainer {
     /// records and the uploads still owed live in its database. ``shutdown()`` leaves the
     /// downloader running. Call ``resumeUploads()`` at launch.
     public convenience init(root: URL, storage: any RemoteStorage, downloader: Downloader, logger: Logger = Logger(label: "courier.documents")) throws {
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try Durability.createFolder(root)
         let prefix = try downloader.relativePrefix(of: root)
         try self.init(root: root, storage: storage, database: downloader.database, uploadRetry: downloader.configuration.retryPolicy,
                       logger: logger, owns: false, prefix: prefix) { downloader }
@@ -66,7 +66,7 @@ public final class MirrorContainer: DocumentContainer {
         self.logger = logger
         self.folder = MirrorFolder(root: self.root)
         self.sync = try DocumentSyncStore(database: database)
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try Durability.createFolder(root)
         self.uploadRetry = uploadRetry
         ownsDownloader = owns
         enginePrefix = prefix

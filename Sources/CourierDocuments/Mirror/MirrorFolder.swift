@@ -32,7 +32,7 @@ struct MirrorFolder: Sendable {
 
     private func place(_ name: String) throws -> URL {
         let dir = url.appendingPathComponent(name, isDirectory: true)
-        do { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) } catch {
+        do { try Durability.createFolder(dir) } catch {
             throw FileErrors.error(error, "create", dir, .write)
         }
         return dir

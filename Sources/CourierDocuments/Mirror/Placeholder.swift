@@ -20,7 +20,7 @@ extension RemoteObject {
 
     func write(for url: URL) throws {
         let target = Self.url(for: url)
-        try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Durability.createFolder(target.deletingLastPathComponent())
         try JSONEncoder().encode(self).write(to: target, options: .atomic)
     }
 }

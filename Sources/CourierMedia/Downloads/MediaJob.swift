@@ -52,7 +52,7 @@ struct MediaJobStore {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         do {
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try Durability.createFolder(folder)
         } catch { throw FileErrors.error(error, "create", folder, .write) }
         try AtomicWrite.write(try encoder.encode(job), to: file(job.taskId))
     }

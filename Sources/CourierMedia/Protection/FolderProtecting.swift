@@ -24,7 +24,7 @@ struct LibraryFolder: Sendable {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue { return nil }
         do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try Durability.createFolder(url)
         } catch {
             throw FileErrors.error(error, "create the library folder", url, .write)
         }

@@ -127,6 +127,34 @@ struct S3ResumeTests {
         try await s.shutdown()
     }
 
+    /// Issue 29: a power cut between `CreateMultipartUpload` and the commit of its id leaves
+    /// a record with no handle and an upload on the server nothing knows. The next run
+    /// aborts the uploads of that key begun since the record (not another key's), then
+    /// starts its own. (Found by scripts/power-loss, before the record and the handle were
+    /// written durably; the sweep closes the window that remains.)
+    @Test func anUploadBegunButNeverRecordedIsAbortedWhenTheUploadStartsAgain() async throws {
+        let dir = try tempDir()
+        defer { try? FileManager.default.removeItem(at: dir) }   // a test's scratch folder
+        let bucket = "courier-lost-\(UUID().uuidString.prefix(8).lowercased())"
+        let s = try await storage(bucket)
+        let data = pseudoRandom(Int(partSize) * 2 + 1_000, seed: 43)
+        let file = dir.appendingPathComponent("video.mov")
+        try data.write(to: file)
+        let source = try UploadSource(url: file)
+        // moto says every upload began at 2010-11-10T20:48:33Z: the record is from just before.
+        let begun = try #require(S3RemoteStorage.isoDate("2010-11-10T20:48:00.000Z"))
+        try await journal(dir).database.beginUpload(UploadRecord(id: "attachment:a1", sourcePath: file.path, sourceSize: source.size, sourceModified: source.modified,
+                                                                 kind: .s3, target: "\(bucket)/up/video.mov", partSize: partSize, at: begun))
+        let lost = try await s.createMultipart(key: "up/video.mov", headers: [])
+        let other = try await s.createMultipart(key: "up/other.mov", headers: [])
+        try await s.upload(fileAt: file, attachment: Attachment(id: "a1", filename: "video.mov", state: .queuedUpload), journal: try journal(dir))
+        #expect(try await object(s, Attachment(id: "a1", filename: "video.mov", state: .queuedUpload), dir) == data)
+        let pending = try await s.pendingMultipartUploads().map(\.uploadID)
+        #expect(!pending.contains(lost), "the upload the cut-off run began is aborted")
+        #expect(pending == [other], "another key's upload stays")
+        try await s.shutdown()
+    }
+
     @Test func aPartWhoseETagIsNotItsMD5IsRefused() throws {
         let chunk = UploadChunk(offset: 0, data: Data("hello".utf8))
         let plain = HTTPFields()
