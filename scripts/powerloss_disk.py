@@ -19,9 +19,9 @@ class Disk:
             time.sleep(0.05)
         sys.exit("power-loss: the file system did not mount")
 
-    def cut(self, tear, keep):
+    def cut(self, tear=None, keep=None, ext4_commit=False):
         subprocess.run([sys.executable, FS, "cut", self.backing, self.mnt] + (["--tear", str(tear)] if tear is not None else [])
-                       + (["--keep", str(keep)] if keep is not None else []), check=True)
+                       + (["--keep", str(keep)] if keep is not None else []) + (["--ext4-commit"] if ext4_commit else []), check=True)
         self.proc.wait(30); os.rmdir(self.mnt)
 
     def unmount(self):

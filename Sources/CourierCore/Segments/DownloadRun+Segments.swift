@@ -93,7 +93,7 @@ extension DownloadRun {
                 // rename): then there is nothing to wait for.
                 guard active > 0 else { return }
                 group.addTask {
-                    try await tick(board, terms: terms, started: started, outer: outer)
+                    try await tick(board, terms: terms, partialURL: partialURL, started: started, outer: outer)
                     return .ticker
                 }
                 while let ended = try await group.next() {
@@ -112,7 +112,12 @@ extension DownloadRun {
             // their flushed progress is persisted, from a task that is not cancelled.
             let snapshot = board.snapshot, kept = board.received, owner = context.owner, database = db, id = self.id
             let context = self.context
-            _ = await Task { await context.bestEffort("saving the ranges' progress", id: id) { try await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept } } }.value
+            _ = await Task {
+                await context.bestEffort("saving the ranges' progress", id: id) {
+                    try await Blocking.run { try PartialFile.sync(partialURL) }   // the bytes before the progress that counts them
+                    try await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept }
+                }
+            }.value
             if let restart = error as? SegmentRestart { return .restart(restart.reason) }
             throw error
         }
@@ -120,11 +125,11 @@ extension DownloadRun {
         guard board.allComplete else {
             throw CourierError(.shortBody, "the ranges ended before the file was whole")
         }
-        // Every range is in the file: sync, verify, put in place.
+        // Every range is in the file: sync, record, verify, put in place.
+        try await Blocking.run { try PartialFile.sync(partialURL) }
         guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = terms.total }) != nil else {
             throw ExternalStop()
         }
-        try await Blocking.run { try PartialFile.sync(partialURL) }
         var current = try await db.record(id: id) ?? record
         current.totalBytes = terms.total
         let outcome = try await finish(record: current, length: PartialFile.length(at: partialURL), hasher: nil)
@@ -134,7 +139,7 @@ extension DownloadRun {
 
     /// Persists the ranges' progress about once a second and publishes progress events;
     /// stops the run when the record left `downloading` or the lease was lost.
-    private func tick(_ board: SegmentBoard, terms: SegmentTerms, started: ContinuousClock.Instant, outer: Activity?) async throws {
+    private func tick(_ board: SegmentBoard, terms: SegmentTerms, partialURL: URL, started: ContinuousClock.Instant, outer: Activity?) async throws {
         var meter = ProgressMeter()
         var lastPersist = ContinuousClock.now
         var lastKept: Int64 = -1
@@ -148,7 +153,12 @@ extension DownloadRun {
                                                            bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: terms.total))))
             if now - lastPersist >= config.progressPersistInterval {
                 lastPersist = now
-                guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = kept }) != nil else {
+                // The bytes a range's progress counts are on disk before the progress is: the
+                // partial is preallocated, so after a power cut a range resumed past bytes
+                // the disk lost would keep zeros there, and nothing else would tell (issue 29).
+                let ranges = board.snapshot
+                try await Blocking.run { try PartialFile.sync(partialURL) }
+                guard try await db.replaceSegments(id: id, with: ranges, lease: context.owner, { $0.bytesReceived = ranges.reduce(0) { $0 + $1.received } }) != nil else {
                     throw ExternalStop()
                 }
             }
