@@ -17,6 +17,7 @@ class Disk:
         for _ in range(200):
             if os.path.ismount(self.mnt): return
             time.sleep(0.05)
+        self.proc.kill(); self.proc.wait()
         sys.exit("power-loss: the file system did not mount")
 
     def cut(self, tear=None, keep=None, ext4_commit=False):

@@ -144,13 +144,21 @@ def check_synced(r, db, folder, originals):
     return v
 
 
-class AttachmentsUp(Kind):
-    name = "attach-up"
+class Attachments(Kind):
+    """The app's database and its attachments folder, under app/ on the disk."""
     databases = ["app/app.sqlite"]
     span = 2.5
 
+    def db(self, base): return os.path.join(base, "app", "app.sqlite")
+
+    def setup(self, r): os.makedirs(os.path.join(r.disk, "app"))
+
+
+class AttachmentsUp(Attachments):
+    name = "attach-up"
+
     def setup(self, r):
-        os.makedirs(os.path.join(r.disk, "app"))
+        super().setup(r)
         src = os.path.join(r.c.work, f"src-{r.n}"); os.makedirs(src)
         r.sources = {}
         for i in range(r.rng.randint(2, 3)):
@@ -158,8 +166,6 @@ class AttachmentsUp(Kind):
             data = r.rng.randbytes(r.rng.randint(512 << 10, 2 << 20))
             with open(path, "wb") as f: f.write(data)
             r.sources[path] = sha_of(data)
-
-    def db(self, base): return os.path.join(base, "app", "app.sqlite")
 
     def save(self, r): return [r.c.courier, "attachments", "save", "--db", self.db(r.mnt), "--remote", r.c.remote] + sorted(r.sources)
     def sync(self, r): return [r.c.courier, "attachments", "sync", "--db", self.db(r.mnt), "--remote", r.c.remote, "--limit-rate", "4M"]
@@ -201,13 +207,11 @@ class AttachmentsUp(Kind):
         return v
 
 
-class AttachmentsDown(Kind):
+class AttachmentsDown(Attachments):
     name = "attach-down"
-    databases = ["app/app.sqlite"]
-    span = 2.5
 
     def setup(self, r):
-        os.makedirs(os.path.join(r.disk, "app"))
+        super().setup(r)
         ids = [str(uuid.UUID(int=r.rng.getrandbits(128), version=4)) for _ in range(r.rng.randint(2, 3))]
         r.originals = {}
         os.makedirs(os.path.join(r.c.remote_dir, "files"), exist_ok=True)
@@ -218,8 +222,6 @@ class AttachmentsDown(Kind):
         con = sqlite3.connect(self.db(r.disk))   # the app's table, durable before the mount
         con.execute("CREATE TABLE checklists (id INTEGER PRIMARY KEY, photo_id TEXT)")
         con.executemany("INSERT INTO checklists (photo_id) VALUES (?)", [(i,) for i in ids]); con.commit(); con.close()
-
-    def db(self, base): return os.path.join(base, "app", "app.sqlite")
 
     def sync(self, r):
         return [r.c.courier, "attachments", "sync", "--db", self.db(r.mnt), "--remote", r.c.remote,
@@ -323,7 +325,7 @@ class Document(Kind):
         local = os.path.join(r.mnt, "docs", "notes.bin")
         if not os.path.exists(local) or sha(local) != r.new: v.append("after the rerun the document is not the new version")
         remote = os.path.join(self.remote(r)[len("file://"):], "notes.bin")
-        if sha(remote) != r.new: v.append("after the rerun the remote document is not the new version")
+        if not os.path.exists(remote) or sha(remote) != r.new: v.append("after the rerun the remote document is missing or not the new version")
         left = [p for p in os.listdir(os.path.dirname(remote)) if p != "notes.bin"]
         if left: v.append(f"the remote holds more than the document: {left}")
         return v
@@ -363,7 +365,8 @@ class Put(Kind):
     def at_end(self, r):
         if self.to == "s3":
             s3 = r.c.s3()
-            body = s3.get_object(Bucket=r.bucket, Key="up.bin")["Body"].read()
+            try: body = s3.get_object(Bucket=r.bucket, Key="up.bin")["Body"].read()
+            except Exception as e: return [f"the object is not there after the rerun: {e}"]
             v = [] if sha_of(body) == r.digest else [f"the object holds {len(body)} bytes, not the file's (parts lost or sent twice)"]
             left = s3.list_multipart_uploads(Bucket=r.bucket).get("Uploads") or []
             if left: v.append(f"{len(left)} multipart upload(s) left behind on the server")

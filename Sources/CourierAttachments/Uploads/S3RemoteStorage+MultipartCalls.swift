@@ -95,15 +95,17 @@ extension S3RemoteStorage {
         return aborted
     }
 
-    /// Aborts the uploads of `key` begun since `begun` (less a minute of clock skew): a run
-    /// cut between `CreateMultipartUpload` and recording its answer (``UploadRecord`` durable
-    /// before the create, its handle durable after) left one that nothing will complete. None
-    /// holds a part: no part goes up before the handle is recorded. Call it only for a record
-    /// that has no handle; a listing that fails is logged (the sweep by age takes the rest).
-    func abortUnrecordedUploads(of key: String, begunSince begun: Date) async {
+    /// Aborts the uploads of `key` begun around `begun` (a minute before, for clock skew, to
+    /// ten after, for the create's retries), except those `keeping` names: a run cut between
+    /// `CreateMultipartUpload` and recording its answer (``UploadRecord`` durable before the
+    /// create, its handle durable after) left one that nothing will complete. None holds a
+    /// part: no part goes up before the handle is recorded. Call it only for a record of
+    /// this key that has no handle; a listing that fails is logged (the sweep by age takes
+    /// the rest).
+    func abortUnrecordedUploads(of key: String, begunAround begun: Date, keeping: Set<String>) async {
         do {
-            for upload in try await multipartUploads() where upload.key == key {
-                guard let initiated = upload.initiated, initiated >= begun.addingTimeInterval(-60) else { continue }
+            for upload in try await multipartUploads() where upload.key == key && !keeping.contains(upload.uploadID) {
+                guard let initiated = upload.initiated, initiated >= begun.addingTimeInterval(-60), initiated <= begun.addingTimeInterval(600) else { continue }
                 logger.notice("aborting upload \(upload.uploadID) of \(key): begun by a run that could not record it")
                 await abortQuietly(key: key, uploadID: upload.uploadID)
             }

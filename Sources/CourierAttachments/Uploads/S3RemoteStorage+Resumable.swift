@@ -129,8 +129,9 @@ extension S3RemoteStorage: ResumableUploadStorage {
             if let abandon {
                 logger.notice("starting \(key) again: \(reason)")
                 await abortQuietly(key: key, uploadID: abandon)
-            } else if let begun = existing?.record, begun.remoteId == nil, begun.kind == .s3 {
-                await abortUnrecordedUploads(of: key, begunSince: begun.createdAt)
+            } else if let begun = existing?.record, begun.remoteId == nil, begun.kind == .s3, begun.target == target {
+                let recorded = Set(try await db.uploads().compactMap(\.remoteId))
+                await abortUnrecordedUploads(of: key, begunAround: begun.createdAt, keeping: recorded)
             }
         }
         if uploadID == nil {

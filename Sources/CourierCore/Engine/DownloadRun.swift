@@ -13,7 +13,7 @@ struct DownloadRun: Sendable {
     var limiter: RateLimiter? = nil
     /// A background hand-off made the partial file whole: verify and finish it, no request.
     var partialIsWhole = false
-    /// The fresh URL a denied range was given: asked once in this run, asked by its later attempts.
+    /// The fresh URLs denied ranges were given in this run (``RangeRefresh``): its later attempts ask the latest.
     let rangeRefresh = RangeRefresh()
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
@@ -103,7 +103,7 @@ struct DownloadRun: Sendable {
         var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts, canRefresh: context.refresher(for: id) != nil)
         var action = lifecycle.start(kept: PartialFile.length(at: partialURL))
         var keptBefore: Int64 = 0
-        var rangesRefreshed = false
+        var refreshesSeen = 0
 
         // The lifecycle decides; this loop only carries its actions out.
         while true {
@@ -114,9 +114,9 @@ struct DownloadRun: Sendable {
                 let outcome = try await attempt(record: record, url: url, partialURL: partialURL, finalURL: finalURL)
                 // A denied range got a fresh URL: the next attempts ask it (it was recorded,
                 // redacted), and it is fresh enough to resume with.
-                if !rangesRefreshed, let fresh = await rangeRefresh.fresh {
+                if await rangeRefresh.given != refreshesSeen, let fresh = await rangeRefresh.fresh {
                     url = fresh
-                    rangesRefreshed = true
+                    refreshesSeen = await rangeRefresh.given
                     lifecycle.rangesRefreshedURL()
                 }
                 record = try await db.record(id: id) ?? record
@@ -131,6 +131,8 @@ struct DownloadRun: Sendable {
                 if let fresh {
                     url = try URLPolicy.validate(fresh)
                     record = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
+                    await rangeRefresh.adopt(url)   // the ranges' too
+                    refreshesSeen = await rangeRefresh.given
                 }
                 action = lifecycle.refreshed(found: fresh != nil, kept: PartialFile.length(at: partialURL))
             case let .backOff(error, delay, attempt, limit):

@@ -27,16 +27,17 @@ package enum Durability {
     /// in its parent's entries, so every parent of one made here is synced, or a power cut
     /// takes the folder back with every file later synced into it (issue 29: a SYNCED
     /// attachment whose new `attachments` folder was gone after the cut). A folder already
-    /// there costs one `stat`.
+    /// there costs one `stat`; anything else there (a file, a path it cannot reach) is
+    /// `FileManager`'s error, as before.
     package static func createFolder(_ folder: URL) throws {
+        var st = stat()
+        if stat(folder.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { return }
         var missing: [URL] = []
         var probe = folder.standardizedFileURL
-        var st = stat()
-        while stat(probe.path, &st) != 0, errno == ENOENT, probe.path != "/" {
+        while probe.path != "/", stat(probe.path, &st) != 0, errno == ENOENT {
             missing.append(probe)
             probe = probe.deletingLastPathComponent()
         }
-        guard !missing.isEmpty else { return }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for made in missing { try syncFolder(made.deletingLastPathComponent()) }
     }

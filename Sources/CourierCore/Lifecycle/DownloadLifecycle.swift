@@ -13,7 +13,7 @@ import Foundation
 ///  start ──▶ gate ──▶ .attempt ──▶ outcome ──┬─ finished ─────────▶ .complete
 ///            ▲  ▲                           ├─ needsMore ────────▶ gate
 ///            │  │                           ├─ retry ─▶ .backOff ─▶ gate   (or .fail: gave up)
-///            │  └── refreshed(url) ◀─────────┼─ refresh ─▶ .refreshURL(.accessDenied)  (once; else .fail)
+///            │  └── refreshed(url) ◀─────────┼─ refresh ─▶ .refreshURL(.accessDenied)  (once, again after bytes came; else .fail)
 ///            └──── restarted ◀──────────────┼─ restart ─▶ .restartFromZero (or .fail: too many)
 ///                                            └─ fail ────────────▶ .fail
 ///  an escaping error: no space ▶ .pause; otherwise ▶ .fail
@@ -84,6 +84,9 @@ struct DownloadLifecycle: Sendable {
 
     /// The attempt ended. `progressed`: the partial file grew during it; `kept`: its bytes now.
     mutating func attemptEnded(_ outcome: Outcome, progressed: Bool, kept: Int64) -> Action {
+        // A URL that brought bytes may expire later (a presigned link over a long download):
+        // its denial may be refreshed again. One denied before any byte still ends the run.
+        if progressed { refreshedAfterDenial = false }
         switch outcome {
         case let .finished(record):
             return end(.complete(record))

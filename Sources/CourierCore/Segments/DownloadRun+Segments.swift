@@ -222,6 +222,7 @@ extension DownloadRun {
             switch RangeReply.decide(first: segment.next, last: segment.end - 1, total: terms.total, validator: terms.validator,
                                      status: response.status, headers: response.headerFields) {
             case .write:
+                await shared.served(by: redirects.origin)
                 return response.body
             case let .restart(reason):
                 await response.body.drain()

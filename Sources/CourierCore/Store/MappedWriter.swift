@@ -21,24 +21,32 @@ package struct MappedWriter: Sendable {
     /// power cut may take the last commits back, which is right for progress but not for a
     /// handle the server will hold on to (an S3 upload id: lost, it leaves an upload nobody
     /// completes or aborts). The setting is put back as it was (an app's connection).
+    /// It runs to its end even when the caller is cancelled (a task of its own): GRDB
+    /// interrupts a cancelled task's statements, which would leave the setting at FULL and
+    /// every later commit synced. The caller sees its cancellation at its next step.
     package func writeDurably<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        let writer = self.writer
         do {
-            return try await writer.writeWithoutTransaction { db in
-                let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
-                if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
-                defer {
-                    // The commit is durable already; a setting not put back only syncs more.
-                    if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") }
-                }
-                var result: T?
-                try db.inTransaction {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
-            }
+            return try await Task { try await Self.durably(writer, body) }.value
         } catch let e as CourierError { throw e } catch {
             throw Self.mapped(error, "database write failed")
+        }
+    }
+
+    private static func durably<T: Sendable>(_ writer: any DatabaseWriter, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        try await writer.writeWithoutTransaction { db in
+            let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
+            if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
+            defer {
+                // The commit is durable already; a setting not put back only syncs more.
+                if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") }
+            }
+            var result: T?
+            try db.inTransaction {
+                result = try body(db)
+                return .commit
+            }
+            return result!
         }
     }
 

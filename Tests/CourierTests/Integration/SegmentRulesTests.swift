@@ -12,6 +12,20 @@ import CourierOrigin
         return Downloader(configuration: c, database: try fx.database(), urlRefresher: refresher, requestAuthorizer: authorizer)
     }
 
+    /// `p.bin` (2,000,000 bytes) whose ranges are refused 403 (an expired presigned link),
+    /// and its fresh link: another path to the same bytes (the same date, so the same
+    /// validator), without the fault.
+    private func expiringLink(_ fx: Fixture) throws -> Data {
+        let data = try fx.serve("p.bin", size: 2_000_000)
+        var expired = Fault(); expired.failStatus = 403; expired.onlyRanges = true
+        fx.origin.setFault(expired, for: "/p.bin")
+        try FileManager.default.createDirectory(at: fx.served.appendingPathComponent("fresh"), withIntermediateDirectories: true)
+        try data.write(to: fx.served.appendingPathComponent("fresh/p.bin"))
+        let attrs = try FileManager.default.attributesOfItem(atPath: fx.served.appendingPathComponent("p.bin").path)
+        try FileManager.default.setAttributes([.modificationDate: attrs[.modificationDate]!], ofItemAtPath: fx.served.appendingPathComponent("fresh/p.bin").path)
+        return data
+    }
+
     private func gets(_ fx: Fixture, _ path: String) -> [OriginRequest] {
         fx.origin.requests.filter { $0.path == path && $0.method == "GET" }
     }
@@ -74,14 +88,7 @@ import CourierOrigin
     /// every range goes on with the fresh URL, where one connection would too.
     @Test func aDeniedRangeAsksForAFreshURL() async throws {
         try await withFixture { fx in
-            let data = try fx.serve("p.bin", size: 2_000_000)
-            var expired = Fault(); expired.failStatus = 403; expired.onlyRanges = true
-            fx.origin.setFault(expired, for: "/p.bin")
-            // The fresh link is another path to the same bytes, without the fault.
-            try FileManager.default.createDirectory(at: fx.served.appendingPathComponent("fresh"), withIntermediateDirectories: true)
-            try data.write(to: fx.served.appendingPathComponent("fresh/p.bin"))
-            let attrs = try FileManager.default.attributesOfItem(atPath: fx.served.appendingPathComponent("p.bin").path)
-            try FileManager.default.setAttributes([.modificationDate: attrs[.modificationDate]!], ofItemAtPath: fx.served.appendingPathComponent("fresh/p.bin").path)
+            let data = try expiringLink(fx)
             let refresher = Refresher(fresh: fx.url("fresh/p.bin"))
             let d = try downloader(fx, refresher: refresher)
             try await d.enqueue(DownloadRequest(id: "seg", url: fx.url("p.bin"), destination: "seg.bin", connections: 4))
@@ -100,13 +107,7 @@ import CourierOrigin
     /// denied URL and the refresher anew; CI saw it when a range gave up under load.)
     @Test func aFreshURLOutlivesTheAttemptThatGotIt() async throws {
         try await withFixture { fx in
-            let data = try fx.serve("p.bin", size: 2_000_000)
-            var expired = Fault(); expired.failStatus = 403; expired.onlyRanges = true
-            fx.origin.setFault(expired, for: "/p.bin")
-            try FileManager.default.createDirectory(at: fx.served.appendingPathComponent("fresh"), withIntermediateDirectories: true)
-            try data.write(to: fx.served.appendingPathComponent("fresh/p.bin"))
-            let attrs = try FileManager.default.attributesOfItem(atPath: fx.served.appendingPathComponent("p.bin").path)
-            try FileManager.default.setAttributes([.modificationDate: attrs[.modificationDate]!], ofItemAtPath: fx.served.appendingPathComponent("fresh/p.bin").path)
+            let data = try expiringLink(fx)
             // The fresh link's ranges are refused for a while: at most two ranges ask at once
             // (the first, then one split off when the first range ends), 6 tries each, so 12
             // refusals make one give up: the attempt fails passing and the run tries again.
