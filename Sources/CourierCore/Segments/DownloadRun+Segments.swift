@@ -115,7 +115,7 @@ extension DownloadRun {
             _ = await Task {
                 await context.bestEffort("saving the ranges' progress", id: id) {
                     try await Blocking.run { try PartialFile.sync(partialURL) }   // the bytes before the progress that counts them
-                    try await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept }
+                    _ = try await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept }
                 }
             }.value
             if let restart = error as? SegmentRestart { return .restart(restart.reason) }
