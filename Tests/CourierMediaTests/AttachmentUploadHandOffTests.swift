@@ -47,17 +47,21 @@ import Testing
         await lifecycle.sceneDidChange(to: .inactive)                       // the app is about to be suspended
         let reportsBefore = reports.withLock { $0.count }
         let handedOff = try await downloader.database.uploadHandOffPieces(uploadId: journal)
-        let confirmedAtHandOff = Set(try await downloader.database.upload(id: journal)?.parts.map(\.number) ?? [])
+        let atHandOff = try await downloader.database.upload(id: journal)
+        let confirmedAtHandOff = Set(atHandOff?.parts.map(\.number) ?? [])
+        let confirmedBytesAtHandOff = atHandOff?.record.confirmedBytes ?? 0
         #expect(!handedOff.isEmpty)
         // The clip had not begun: it was begun at the hand-off, all three of its parts with the system.
         #expect(try await downloader.database.uploadHandOffPieces(uploadId: "attachment:\(waiting.id)").map(\.number) == [1, 2, 3])
 
         // The system's progress reaches the queue's own reports while the film is away.
         #expect(try await eventually(timeout: .seconds(60)) { try await downloader.database.uploadHandOffPieces(uploadId: journal).isEmpty })
-        // The reports arrive on their own schedule, after the pieces' rows may have gone (CI
-        // once saw two by then): waited for, not sampled.
+        // The reports arrive on their own schedule, after the pieces' rows may have gone: waited
+        // for, not sampled. Two at least, past what the server had confirmed at the hand-off
+        // (the system's tasks told them). How many more depends on how often the system calls
+        // didSendBodyData: under load, FoundationNetworking gave two in two full runs.
         let awayReports = { reports.withLock { Array($0.dropFirst(reportsBefore)) }.filter { $0.id == saved.id }.map(\.sent) }
-        #expect(try await eventually { Set(awayReports()).count >= 3 }, "\(awayReports())")
+        #expect(try await eventually { Set(awayReports()).count >= 2 && (awayReports().last ?? 0) > confirmedBytesAtHandOff }, "\(awayReports())")
         let away = awayReports()
         #expect(away == away.sorted(), "\(away)")
         #expect(try await eventually(timeout: .seconds(60)) {
