@@ -119,6 +119,9 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
         guard let e = error as? URLError else {
             return CourierError(.network, "network error talking to \(url): \(error)", underlying: error)
         }
+        let text = e.localizedDescription
+        // libcurl's complaint about a reply that breaks HTTP, in FoundationNetworking's text.
+        let violation = ReplyViolation.words(text)
         switch e.code {
         case .cancelled: return CancellationError()
         case .cannotConnectToHost: return CourierError(.connectionRefused, "connection refused by \(url) (nothing listens there)", underlying: e)
@@ -133,14 +136,12 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             }
             return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(reason))", underlying: e)
         case .cannotParseResponse:
-            return ReplyViolation.error(ReplyViolation.words(e.localizedDescription) ?? "the system could not parse it", url: url, underlying: e)
-        case .badServerResponse where ReplyViolation.words(e.localizedDescription) != nil:
+            return ReplyViolation.error(violation ?? "the system could not parse it", url: url, underlying: e)
+        case .badServerResponse where violation != nil, .unsupportedURL where violation != nil:
             // Only when it says what broke: FoundationNetworking files curl's "Empty reply
-            // from server" (a restart, a dropped keep-alive: it passes) under this code too.
-            return ReplyViolation.error(ReplyViolation.words(e.localizedDescription)!, url: url, underlying: e)
-        case .unsupportedURL where ReplyViolation.words(e.localizedDescription) != nil:
-            // FoundationNetworking: libcurl's "Unsupported HTTP version in response".
-            return ReplyViolation.error(ReplyViolation.words(e.localizedDescription)!, url: url, underlying: e)
+            // from server" (a restart, a dropped keep-alive: it passes) under badServerResponse
+            // too, and "Unsupported HTTP version in response" under unsupportedURL.
+            return ReplyViolation.error(violation!, url: url, underlying: e)
         case .badURL, .unsupportedURL: return CourierError(.invalidURL, "invalid URL \(url)", underlying: e)
         case .appTransportSecurityRequiresSecureConnection:
             return CourierError(.unsupportedScheme, "App Transport Security refuses plain http to \(url): use https, or an exception in Info.plist", underlying: e)
@@ -150,14 +151,13 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
             // FoundationNetworking reports a certificate libcurl refused as an unknown error
             // (-1) whose text is curl's ("SSL certificate problem: self-signed certificate"):
             // a TLS failure, which no retry mends.
-            let text = e.localizedDescription
             if e.code == .unknown, text.hasPrefix("SSL certificate") || text.hasPrefix("SSL peer certificate")
                 || text.hasPrefix("SSL: ") && text.localizedCaseInsensitiveContains("certificate") {
                 return CourierError(.tls, "the TLS handshake with \(url) failed: \(TLSFailure.words(text))", underlying: e)
             }
             // And a reply libcurl could not parse as an unknown error with its complaint.
-            if e.code == .unknown, let words = ReplyViolation.words(text) {
-                return ReplyViolation.error(words, url: url, underlying: e)
+            if e.code == .unknown, let violation {
+                return ReplyViolation.error(violation, url: url, underlying: e)
             }
             return CourierError(.network, "network error talking to \(url): \(text)", underlying: e)
         }

@@ -95,16 +95,19 @@ extension S3RemoteStorage {
         return aborted
     }
 
-    /// Aborts the uploads of `key` begun around `begun` (a minute before, for clock skew, to
-    /// ten after, for the create's retries), except those `keeping` names: a run cut between
+    /// When `record` (an upload of `key` to `target`) has no handle, aborts the uploads of
+    /// `key` begun around it (a minute before, for clock skew, to ten after, for the
+    /// create's retries) that no record of `database` owns: a run cut between
     /// `CreateMultipartUpload` and recording its answer (``UploadRecord`` durable before the
     /// create, its handle durable after) left one that nothing will complete. None holds a
-    /// part: no part goes up before the handle is recorded. Call it only for a record of
-    /// this key that has no handle; a listing that fails is logged (the sweep by age takes
-    /// the rest).
-    func abortUnrecordedUploads(of key: String, begunAround begun: Date, keeping: Set<String>) async {
+    /// part: no part goes up before the handle is recorded. A listing that fails is logged
+    /// (the sweep by age takes the rest).
+    func abortUnrecordedUploads(of record: UploadRecord?, key: String, target: String, database: CourierDatabase) async throws {
+        guard let record, record.remoteId == nil, record.kind == .s3, record.target == target else { return }
+        let owned = Set(try await database.uploads().compactMap(\.remoteId))
+        let begun = record.createdAt
         do {
-            for upload in try await multipartUploads() where upload.key == key && !keeping.contains(upload.uploadID) {
+            for upload in try await multipartUploads() where upload.key == key && !owned.contains(upload.uploadID) {
                 guard let initiated = upload.initiated, initiated >= begun.addingTimeInterval(-60), initiated <= begun.addingTimeInterval(600) else { continue }
                 logger.notice("aborting upload \(upload.uploadID) of \(key): begun by a run that could not record it")
                 await abortQuietly(key: key, uploadID: upload.uploadID)

@@ -129,9 +129,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
             if let abandon {
                 logger.notice("starting \(key) again: \(reason)")
                 await abortQuietly(key: key, uploadID: abandon)
-            } else if let begun = existing?.record, begun.remoteId == nil, begun.kind == .s3, begun.target == target {
-                let recorded = Set(try await db.uploads().compactMap(\.remoteId))
-                await abortUnrecordedUploads(of: key, begunAround: begun.createdAt, keeping: recorded)
+            } else {
+                try await abortUnrecordedUploads(of: existing?.record, key: key, target: target, database: db)
             }
         }
         if uploadID == nil {

@@ -90,9 +90,7 @@ extension S3RemoteStorage: UploadHandingOff {
         var existing = try await db.upload(id: journal.id)
         if existing?.record.remoteId == nil {
             // Not begun: begun here, so every part goes to the system.
-            if let begun = existing?.record, begun.kind == .s3, begun.target == target {
-                await abortUnrecordedUploads(of: key, begunAround: begun.createdAt, keeping: Set(try await db.uploads().compactMap(\.remoteId)))
-            }
+            try await abortUnrecordedUploads(of: existing?.record, key: key, target: target, database: db)
             try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
                                                   kind: .s3, target: target, partSize: partSize))
             let headers = (attachment.mediaType.map { [("Content-Type", $0)] } ?? []) + [("x-amz-checksum-algorithm", "SHA256")]

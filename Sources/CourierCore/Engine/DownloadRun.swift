@@ -103,7 +103,6 @@ struct DownloadRun: Sendable {
         var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts, canRefresh: context.refresher(for: id) != nil)
         var action = lifecycle.start(kept: PartialFile.length(at: partialURL))
         var keptBefore: Int64 = 0
-        var refreshesSeen = 0
 
         // The lifecycle decides; this loop only carries its actions out.
         while true {
@@ -114,9 +113,8 @@ struct DownloadRun: Sendable {
                 let outcome = try await attempt(record: record, url: url, partialURL: partialURL, finalURL: finalURL)
                 // A denied range got a fresh URL: the next attempts ask it (it was recorded,
                 // redacted), and it is fresh enough to resume with.
-                if await rangeRefresh.given != refreshesSeen, let fresh = await rangeRefresh.fresh {
+                if let fresh = await rangeRefresh.take() {
                     url = fresh
-                    refreshesSeen = await rangeRefresh.given
                     lifecycle.rangesRefreshedURL()
                 }
                 record = try await db.record(id: id) ?? record
@@ -132,7 +130,6 @@ struct DownloadRun: Sendable {
                     url = try URLPolicy.validate(fresh)
                     record = try await persist { $0.remoteUrl = Redactor.redact(url: fresh) }
                     await rangeRefresh.adopt(url)   // the ranges' too
-                    refreshesSeen = await rangeRefresh.given
                 }
                 action = lifecycle.refreshed(found: fresh != nil, kept: PartialFile.length(at: partialURL))
             case let .backOff(error, delay, attempt, limit):

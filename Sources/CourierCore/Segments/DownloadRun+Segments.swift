@@ -110,13 +110,9 @@ extension DownloadRun {
         } catch {
             // Whatever stopped the ranges (pause, a lost connection, a kill of this task),
             // their flushed progress is persisted, from a task that is not cancelled.
-            let snapshot = board.snapshot, kept = board.received, owner = context.owner, database = db, id = self.id
-            let context = self.context
+            let snapshot = board.snapshot, run = self
             _ = await Task {
-                await context.bestEffort("saving the ranges' progress", id: id) {
-                    try await Blocking.run { try PartialFile.sync(partialURL) }   // the bytes before the progress that counts them
-                    _ = try await database.replaceSegments(id: id, with: snapshot, lease: owner) { $0.bytesReceived = kept }
-                }
+                await run.context.bestEffort("saving the ranges' progress", id: run.id) { _ = try await run.saveRanges(snapshot, of: partialURL) }
             }.value
             if let restart = error as? SegmentRestart { return .restart(restart.reason) }
             throw error
@@ -126,15 +122,23 @@ extension DownloadRun {
             throw CourierError(.shortBody, "the ranges ended before the file was whole")
         }
         // Every range is in the file: sync, record, verify, put in place.
-        try await Blocking.run { try PartialFile.sync(partialURL) }
-        guard try await db.replaceSegments(id: id, with: board.snapshot, lease: context.owner, { $0.bytesReceived = terms.total }) != nil else {
-            throw ExternalStop()
-        }
+        guard try await saveRanges(board.snapshot, of: partialURL) != nil else { throw ExternalStop() }
         var current = try await db.record(id: id) ?? record
         current.totalBytes = terms.total
         let outcome = try await finish(record: current, length: PartialFile.length(at: partialURL), hasher: nil)
         try await db.deleteSegments(id: id)
         return outcome
+    }
+
+    /// Records the ranges' progress (and the record's bytes, their sum) once the partial is
+    /// synced: the bytes a range's progress counts are on disk before the progress is. The
+    /// partial is preallocated, so after a power cut a range resumed past bytes the disk lost
+    /// would keep zeros there, and nothing else would tell (issue 29). `nil`: the record left
+    /// `downloading`, or the lease is another's.
+    private func saveRanges(_ ranges: [Segment], of partialURL: URL) async throws -> DownloadRecord? {
+        try await Blocking.run { try PartialFile.sync(partialURL) }
+        let received = ranges.reduce(0) { $0 + $1.received }
+        return try await db.replaceSegments(id: id, with: ranges, lease: context.owner) { $0.bytesReceived = received }
     }
 
     /// Persists the ranges' progress about once a second and publishes progress events;
@@ -153,12 +157,7 @@ extension DownloadRun {
                                                            bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: terms.total))))
             if now - lastPersist >= config.progressPersistInterval {
                 lastPersist = now
-                // The bytes a range's progress counts are on disk before the progress is: the
-                // partial is preallocated, so after a power cut a range resumed past bytes
-                // the disk lost would keep zeros there, and nothing else would tell (issue 29).
-                let ranges = board.snapshot
-                try await Blocking.run { try PartialFile.sync(partialURL) }
-                guard try await db.replaceSegments(id: id, with: ranges, lease: context.owner, { $0.bytesReceived = ranges.reduce(0) { $0 + $1.received } }) != nil else {
+                guard try await saveRanges(board.snapshot, of: partialURL) != nil else {
                     throw ExternalStop()
                 }
             }

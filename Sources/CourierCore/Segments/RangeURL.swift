@@ -32,9 +32,11 @@ actor RangeURL {
 /// The latest answer serves the run's next attempts.
 actor RangeRefresh {
     private var asked: Task<URL?, any Error>?
-    /// The latest fresh URL, and how many have been given in this run.
+    /// The latest fresh URL, how many have been given in this run, and how many of them the
+    /// run has taken for its next attempt.
     private(set) var fresh: URL?
     private(set) var given = 0
+    private var taken = 0
     /// `fresh` has served a range since it was given.
     private var worked = false
 
@@ -53,6 +55,13 @@ actor RangeRefresh {
         return url
     }
 
+    /// A fresh URL the ranges got since the run last took one, for its next attempt.
+    func take() -> URL? {
+        guard given != taken else { return nil }
+        taken = given
+        return fresh
+    }
+
     /// A range's bytes came from `url`.
     func served(by url: URL) {
         if url == fresh { worked = true }
@@ -64,5 +73,6 @@ actor RangeRefresh {
         fresh = url
         worked = false
         given += 1
+        taken = given
     }
 }

@@ -26,6 +26,16 @@ import CourierOrigin
         return data
     }
 
+    /// `p.bin` downloaded over `connections` ranges, the refresher giving its fresh link.
+    private func fetchFromExpiringLink(_ fx: Fixture, connections: Int) async throws -> (done: DownloadRecord, refresher: Refresher) {
+        let refresher = Refresher(fresh: fx.url("fresh/p.bin"))
+        let d = try downloader(fx, refresher: refresher)
+        try await d.enqueue(DownloadRequest(id: "seg", url: fx.url("p.bin"), destination: "seg.bin", connections: connections))
+        let done = try await d.waitForCompletion(id: "seg")
+        await d.shutdown()
+        return (done, refresher)
+    }
+
     private func gets(_ fx: Fixture, _ path: String) -> [OriginRequest] {
         fx.origin.requests.filter { $0.path == path && $0.method == "GET" }
     }
@@ -89,11 +99,7 @@ import CourierOrigin
     @Test func aDeniedRangeAsksForAFreshURL() async throws {
         try await withFixture { fx in
             let data = try expiringLink(fx)
-            let refresher = Refresher(fresh: fx.url("fresh/p.bin"))
-            let d = try downloader(fx, refresher: refresher)
-            try await d.enqueue(DownloadRequest(id: "seg", url: fx.url("p.bin"), destination: "seg.bin", connections: 4))
-            let done = try await d.waitForCompletion(id: "seg")
-            await d.shutdown()
+            let (done, refresher) = try await fetchFromExpiringLink(fx, connections: 4)
             #expect(fx.finalData("seg.bin") == data)
             #expect(await refresher.reasons == [.accessDenied(status: 403)])
             #expect(done.remoteUrl == fx.url("fresh/p.bin"))
@@ -113,11 +119,7 @@ import CourierOrigin
             // refusals make one give up: the attempt fails passing and the run tries again.
             var busy = Fault(); busy.failStatus = 503; busy.onlyRanges = true; busy.failCount = 12
             fx.origin.setFault(busy, for: "/fresh/p.bin")
-            let refresher = Refresher(fresh: fx.url("fresh/p.bin"))
-            let d = try downloader(fx, refresher: refresher)
-            try await d.enqueue(DownloadRequest(id: "seg", url: fx.url("p.bin"), destination: "seg.bin", connections: 2))
-            let done = try await d.waitForCompletion(id: "seg")
-            await d.shutdown()
+            let (done, refresher) = try await fetchFromExpiringLink(fx, connections: 2)
             #expect(fx.finalData("seg.bin") == data)
             #expect(done.attemptCount >= 1, "the run tried again after its ranges gave up")
             let reasons = await refresher.reasons
