@@ -41,6 +41,7 @@ public final class CourierOrigin: Sendable {
         var requiredAuthorization: String?
         var defaultFault: Fault?
         var requiredToken: String?
+        var stallsEnded = 0
     }
 
     private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger, writable: Bool) {
@@ -323,7 +324,7 @@ public final class CourierOrigin: Sendable {
             }
             if let stall = f.stallAfterBytes, !stalled, sent >= stall {
                 stalled = true
-                try await Task.sleep(for: .seconds(f.stallSeconds))
+                try await stallReply(for: f.stallSeconds)
             }
             if let rate = f.bytesPerSecond, rate > 0 {
                 let due = startedAt + .milliseconds(Int64(Double(sent) / Double(rate) * 1000))
