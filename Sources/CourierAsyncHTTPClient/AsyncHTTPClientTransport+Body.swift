@@ -42,7 +42,7 @@ struct BodySlices: AsyncSequence, Sendable {
                 slice = data.subdata(in: data.startIndex + Int(position) ..< data.startIndex + end)
             case let .file(url, _):
                 guard let handle else { throw CourierError(.fileRead, "\(url.lastPathComponent) could not be opened for the upload") }
-                guard let data = try handle.read(upToCount: Int(Swift.min(length - position, 1 << 20))), !data.isEmpty else {
+                guard let data = try handle.read(upToCount: Int(Swift.min(length - position, 256 << 10))), !data.isEmpty else {
                     throw CourierError(.readFailed, "\(url.lastPathComponent) ended early while uploading: it changed under the upload")
                 }
                 slice = data

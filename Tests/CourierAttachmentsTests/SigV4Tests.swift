@@ -37,6 +37,20 @@ import Testing
         #expect(url.absoluteString.contains("X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"))
     }
 
+    /// Formatted and parsed with plain arithmetic (no ICU): the fields, padding, a leap day,
+    /// a fraction of a second dropped, and S3's dates read back.
+    @Test func datesWithoutAFormatter() {
+        #expect(SigV4Signer.timestamps(date) == ("20130524T000000Z", "20130524"))
+        #expect(SigV4Signer.timestamps(Date(timeIntervalSince1970: 951_782_399.999)) == ("20000228T235959Z", "20000228"))
+        #expect(SigV4Signer.timestamps(Date(timeIntervalSince1970: 951_868_205)) == ("20000229T235005Z", "20000229"))
+        #expect(SigV4Signer.uriEncode("a b/é~") == "a%20b%2F%C3%A9~")
+        #expect(S3RemoteStorage.isoDate("2013-05-24T00:00:00.000Z") == date)
+        #expect(S3RemoteStorage.isoDate("2013-05-24T00:00:00Z") == date)
+        #expect(S3RemoteStorage.isoDate("2013-05-24T00:00:00.500Z") == date.addingTimeInterval(0.5))
+        #expect(S3RemoteStorage.isoDate("2013-05-24T00:00:00") == nil)
+        #expect(S3RemoteStorage.isoDate("yesterday") == nil)
+    }
+
     /// The same request signed by botocore (an independent implementation, installed here),
     /// with an encoded key, a query and an extra signed header.
     @Test(.enabled(if: Botocore.isAvailable)) func agreesWithBotocore() throws {

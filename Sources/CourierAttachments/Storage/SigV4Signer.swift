@@ -81,13 +81,18 @@ public struct SigV4Signer: Sendable {
         return SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
     }
 
+    /// `20261127T093512Z` and `20261127`, UTC, with plain arithmetic: a `DateFormatter`
+    /// would load ICU's tables (about 5 MiB resident) into every upload.
     static func timestamps(_ date: Date) -> (String, String) {
-        let f = DateFormatter()
-        f.locale = Locale(identifier: "en_US_POSIX")
-        f.timeZone = TimeZone(identifier: "UTC")
-        f.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let amz = f.string(from: date)
-        return (amz, String(amz.prefix(8)))
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var t = tm()
+        gmtime_r(&seconds, &t)
+        func pad(_ v: Int32, _ width: Int) -> String {
+            let s = String(v)
+            return String(repeating: "0", count: max(0, width - s.count)) + s
+        }
+        let day = pad(t.tm_year + 1900, 4) + pad(t.tm_mon + 1, 2) + pad(t.tm_mday, 2)
+        return (day + "T" + pad(t.tm_hour, 2) + pad(t.tm_min, 2) + pad(t.tm_sec, 2) + "Z", day)
     }
 
     static func hostHeader(_ url: URL) -> String {
@@ -141,12 +146,13 @@ public struct SigV4Signer: Sendable {
             if isUnreserved(byte) {
                 out.append(Character(Unicode.Scalar(byte)))
             } else {
-                out += String(format: "%%%02X", byte)
+                out += "%" + String(Self.hexDigits[Int(byte >> 4)]) + String(Self.hexDigits[Int(byte & 15)])
             }
         }
         return out
     }
 
+    private static let hexDigits = Array("0123456789ABCDEF")
     private static let unreserved: Set<UInt8> = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~".utf8)
 
     private static func isUnreserved(_ byte: UInt8) -> Bool { unreserved.contains(byte) }

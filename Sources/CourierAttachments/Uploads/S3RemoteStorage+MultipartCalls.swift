@@ -147,11 +147,9 @@ extension S3RemoteStorage {
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
 
+    /// S3's `2010-11-10T20:48:33.000Z` (UTC), parsed without ICU (see `SigV4Signer.timestamps`).
     static func isoDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        guard text.hasSuffix("Z") else { return nil }
+        return DatabaseDate.parse(String(text.dropLast()))
     }
 }

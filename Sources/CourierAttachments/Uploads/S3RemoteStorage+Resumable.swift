@@ -56,19 +56,19 @@ extension S3RemoteStorage: ResumableUploadStorage {
 
     private func putWhole(_ source: UploadSource, key: String, headers: [(String, String)], precondition: UploadPrecondition,
                           journal: UploadJournal) async throws -> String? {
-        let chunk = try source.read(offset: 0, length: source.size)
+        let chunk = try source.hash(offset: 0, length: source.size)
         let counter = UploadCounter(journal: journal, total: source.size, held: 0)
         let tally = RequestTally(counter)
         let response = try await send(.put, objectURL(key: key),
                                       headers: headers + [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64),
                                                           ("x-amz-checksum-sha256", chunk.sha256.base64EncodedString())] + (precondition.header.map { [$0] } ?? []),
-                                      payloadHash: chunk.sha256Hex, body: .bytes(chunk.data), observer: tally)
+                                      payloadHash: chunk.sha256Hex, body: chunk.body, observer: tally)
         let text = try await HTTPCalls.text(response)
         if response.status == 412 { throw precondition.conflict(key) }
+        try source.checkUnchanged()   // before judging the reply: see sendPart
         guard response.status == 200 else { throw HTTPCalls.failure("upload of \(key)", response, text) }
         let etag = response.headerFields.first(name: "ETag")
-        try Self.checkPartETag(etag, response.headerFields, chunk, key)
-        try source.checkUnchanged()
+        try Self.checkPartETag(etag, response.headerFields, md5Hex: chunk.md5Hex, key)
         counter.confirmed(chunk.length)
         return etag
     }
@@ -107,7 +107,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
             let wanted = Set(listed.map(\.number)).union(recorded.map(\.number))
             var local: [Int: (md5: String, sha256: Data)] = [:]
             for part in planned where wanted.contains(part.number) {
-                let chunk = try source.read(offset: part.offset, length: part.length)
+                let chunk = try source.hash(offset: part.offset, length: part.length)
                 local[part.number] = (chunk.md5Hex, chunk.sha256)
             }
             switch MultipartPlan.decide(planned: planned, recorded: recorded, listed: listed, localMD5: local.mapValues(\.md5)) {
@@ -163,7 +163,7 @@ extension S3RemoteStorage: ResumableUploadStorage {
     /// A passing failure (5xx, timeout, a dropped connection) is tried again, twice.
     private func sendPart(_ part: MultipartPlan.Part, _ source: UploadSource, _ key: String, _ uploadID: String,
                           _ journal: UploadJournal, _ counter: UploadCounter) async throws -> (Int, CompletedPart) {
-        let chunk = try source.read(offset: part.offset, length: part.length)
+        let chunk = try source.hash(offset: part.offset, length: part.length)
         let query = "partNumber=\(part.number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
         var attempt = 0
         while true {
@@ -173,13 +173,15 @@ extension S3RemoteStorage: ResumableUploadStorage {
                 let response = try await send(.put, objectURL(key: key, query: query),
                                               headers: [("Content-Length", String(chunk.length)), ("Content-MD5", chunk.md5Base64),
                                                         ("x-amz-checksum-sha256", chunk.sha256.base64EncodedString())],
-                                              payloadHash: chunk.sha256Hex, body: .bytes(chunk.data), observer: tally)
+                                              payloadHash: chunk.sha256Hex, body: chunk.body, observer: tally)
                 let text = try await HTTPCalls.text(response)
+                // The file first: a part refused for its digests (400 BadDigest), or whose ETag is
+                // not the MD5 of the pass before it went, is a file written while it was sent.
+                try source.checkUnchanged()
                 guard response.status == 200, let etag = response.headerFields.first(name: "ETag") else {
                     throw HTTPCalls.failure("part \(part.number) of \(key)", response, text)
                 }
-                try Self.checkPartETag(etag, response.headerFields, chunk, "part \(part.number) of \(key)")
-                try source.checkUnchanged()
+                try Self.checkPartETag(etag, response.headerFields, md5Hex: chunk.md5Hex, "part \(part.number) of \(key)")
                 try await journal.database.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: part.offset, size: part.length,
                                                                      etag: etag, md5: chunk.md5Hex, sha256: chunk.sha256Hex))
                 counter.confirmed(chunk.length)
@@ -195,8 +197,8 @@ extension S3RemoteStorage: ResumableUploadStorage {
     }
 
     /// The part's ETag must be the MD5 of what was sent (`UploadPieceReply`, the one rule).
-    static func checkPartETag(_ etag: String?, _ headers: HTTPFields, _ chunk: UploadChunk, _ what: String) throws {
-        if let mismatch = UploadPieceReply.partETagMismatch(etag, headers: headers, md5Hex: chunk.md5Hex) {
+    static func checkPartETag(_ etag: String?, _ headers: HTTPFields, md5Hex: String, _ what: String) throws {
+        if let mismatch = UploadPieceReply.partETagMismatch(etag, headers: headers, md5Hex: md5Hex) {
             throw CourierError(.checksumMismatch, "\(what): \(mismatch)")
         }
     }

@@ -119,14 +119,14 @@ public final class TusUploader: Sendable {
         // An empty file still needs its one (empty) PATCH; a resumed upload the server holds
         // whole needs none.
         while offset < source.size || (source.size == 0 && !sentEmpty) {
-            let chunk = try source.read(offset: offset, length: min(chunkSize, source.size - offset))
+            let chunk = try source.hash(offset: offset, length: min(chunkSize, source.size - offset), sha1: checksum)
             if offset + chunk.length == source.size { try source.checkUnchanged() }   // the last PATCH completes the file
             let tally = RequestTally(counter)
             do {
-                switch try await patch(url, chunk, checksum: checksum, tally: tally) {
+                switch try await patch(url, chunk, tally: tally) {
                 case .confirmed(let confirmed):
                     sentEmpty = true
-                    let kept = UploadChunk(offset: offset, data: chunk.data.prefix(Int(confirmed - offset)))
+                    let kept = confirmed - offset == chunk.length ? chunk : try source.hash(offset: offset, length: confirmed - offset)
                     if kept.length < chunk.length { counter.lost(chunk.length - kept.length) }
                     try source.checkUnchanged()
                     if kept.length > 0 {
@@ -142,7 +142,10 @@ public final class TusUploader: Sendable {
                         failures = 0
                         continue
                     }
-                case .askOffset, .resend, .retry:
+                case .resend:
+                    tally.takeBack()
+                    try source.checkUnchanged()   // a chunk that arrived other than its checksum: the file written while it went?
+                case .askOffset, .retry:
                     tally.takeBack()
                 case .recreate:
                     throw TusRestart.gone
@@ -178,7 +181,7 @@ public final class TusUploader: Sendable {
     /// The first recorded chunk whose bytes in the file no longer hash the same, if any.
     static func changedChunk(_ parts: [UploadPart], _ source: UploadSource) throws -> Int64? {
         for part in parts where part.offset + part.size <= source.size {
-            if try source.read(offset: part.offset, length: part.size).sha256Hex != part.sha256 { return part.offset }
+            if try source.hash(offset: part.offset, length: part.size).sha256Hex != part.sha256 { return part.offset }
         }
         return parts.contains { $0.offset + $0.size > source.size } ? source.size : nil
     }
@@ -229,10 +232,10 @@ public final class TusUploader: Sendable {
         return offset
     }
 
-    private func patch(_ url: URL, _ chunk: UploadChunk, checksum: Bool, tally: RequestTally) async throws -> TusPatchOutcome {
+    private func patch(_ url: URL, _ chunk: UploadChunk, tally: RequestTally) async throws -> TusPatchOutcome {
         let response = try await send(.patch, url, [("Upload-Offset", String(chunk.offset)), ("Content-Type", "application/offset+octet-stream")]
-                                          + (checksum ? [("Upload-Checksum", "sha1 \(chunk.sha1Base64)")] : []),
-                                      body: .bytes(chunk.data), observer: tally, timeout: .seconds(300))
+                                          + (chunk.sha1.map { [("Upload-Checksum", "sha1 \($0.base64EncodedString())")] } ?? []),
+                                      body: chunk.body, observer: tally, timeout: .seconds(300))
         _ = try await HTTPCalls.text(response)
         return try TusPatchOutcome.judge(status: response.status, offsetHeader: response.headerFields.first(name: "Upload-Offset"),
                                          sentFrom: chunk.offset, length: chunk.length)

@@ -106,7 +106,7 @@ extension S3RemoteStorage: UploadHandingOff {
         // (its ETag is the file's MD5 there), never sent again. Gone: the next run starts over.
         guard let listed = try await listParts(key: key, uploadID: uploadID) else { return [] }
         for part in listed where !taken.contains(part.number) && part.number >= 1 && part.number <= planned.count && planned[part.number - 1].length == part.size {
-            let chunk = try source.read(offset: planned[part.number - 1].offset, length: part.size)
+            let chunk = try source.hash(offset: planned[part.number - 1].offset, length: part.size)
             guard MultipartPlan.normalizedETag(part.etag) == chunk.md5Hex else { continue }
             try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: part.number, offset: chunk.offset, size: part.size, etag: part.etag,
                                                    md5: chunk.md5Hex, sha256: chunk.sha256Hex))

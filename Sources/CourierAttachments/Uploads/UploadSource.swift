@@ -41,46 +41,54 @@ public struct UploadSource: Sendable, Equatable {
         guard let now = try? UploadSource(url: url), now.size == size, now.modified == modified else { throw Changed(url) }   // a file that is gone has changed too
     }
 
-    /// A byte range of the file, read whole (a part or chunk, at most a few MiB), with the
-    /// digests of exactly these bytes: what is hashed is what is sent.
-    func read(offset: Int64, length: Int64) throws -> UploadChunk {
+    /// The digests of a byte range of the file (a part or chunk), read 1 MiB at a time:
+    /// the range itself is never held. The request then sends the same range from the file
+    /// (``UploadChunk/body``); a write in between changes the file's modification time,
+    /// which ``checkUnchanged()`` sees before the part is recorded, and S3's ETag or tus's
+    /// checksum would tell the bytes apart.
+    func hash(offset: Int64, length: Int64, sha1 wantsSHA1: Bool = false) throws -> UploadChunk {
         guard let handle = FileHandle(forReadingAtPath: url.path) else {
             throw CourierError(.fileNotFound, "\(url.lastPathComponent) cannot be opened for the upload")
         }
         defer { try? handle.close() }   // a read-only handle: closing loses nothing
+        var md5 = Insecure.MD5(), sha256 = SHA256(), sha1 = Insecure.SHA1()
         do {
             try handle.seek(toOffset: UInt64(offset))
-            let data = try handle.read(upToCount: Int(length)) ?? Data()
-            guard Int64(data.count) == length else { throw Changed(url) }
-            return UploadChunk(offset: offset, data: data)
-        } catch let error as CourierError {
-            throw error
+            var left = length
+            while left > 0 {
+                guard let slice = try handle.read(upToCount: Int(min(left, Self.hashSlice))), !slice.isEmpty else { throw Changed(url) }
+                md5.update(data: slice)
+                sha256.update(data: slice)
+                if wantsSHA1 { sha1.update(data: slice) }
+                left -= Int64(slice.count)
+            }
         } catch let error as Changed {
             throw error
         } catch {
             throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload", underlying: error)
         }
+        return UploadChunk(file: url, offset: offset, length: length, md5: Data(md5.finalize()), sha256: Data(sha256.finalize()),
+                           sha1: wantsSHA1 ? Data(sha1.finalize()) : nil)
     }
+
+    /// How much of the file a digest pass reads at a time.
+    static let hashSlice: Int64 = 256 << 10
 }
 
-/// Bytes of the source about to be sent, and their digests, each computed once.
+/// A byte range of the source about to be sent, and its digests, each computed once; the
+/// bytes stay in the file until the transport streams them (``body``).
 struct UploadChunk: Sendable {
+    let file: URL
     let offset: Int64
-    let data: Data
+    let length: Int64
     let md5: Data
     let sha256: Data
+    /// For tus's checksum extension, when the server offers it.
+    let sha1: Data?
 
-    init(offset: Int64, data: Data) {
-        self.offset = offset
-        self.data = data
-        md5 = Data(Insecure.MD5.hash(data: data))
-        sha256 = Data(SHA256.hash(data: data))
-    }
-
-    var length: Int64 { Int64(data.count) }
+    /// The request body: the range, read from the file in bounded slices as it goes.
+    var body: TransportRequestBody { .file(file, offset: offset, length: length) }
     var md5Hex: String { SHA256Hex.hex(md5) }
     var md5Base64: String { md5.base64EncodedString() }
     var sha256Hex: String { SHA256Hex.hex(sha256) }
-    /// For tus's checksum extension (computed when asked: S3 does not use it).
-    var sha1Base64: String { Data(Insecure.SHA1.hash(data: data)).base64EncodedString() }
 }

@@ -8,7 +8,7 @@ import GRDB
 /// GRDB's default goes through `DateFormatter` and `Calendar`, which load ICU's tables:
 /// about 5 MiB of resident memory and a few microseconds per progress write, for a format
 /// that never changes.
-enum DatabaseDate {
+package enum DatabaseDate {
     /// `2026-11-23 03:20:33.065`.
     static func text(_ date: Date) -> String {
         let interval = date.timeIntervalSince1970
@@ -36,7 +36,7 @@ enum DatabaseDate {
         }
     }
 
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         var i = 0
         func number(_ digits: Int) -> Int? {

@@ -162,14 +162,14 @@ struct S3ResumeTests {
     }
 
     @Test func aPartWhoseETagIsNotItsMD5IsRefused() throws {
-        let chunk = UploadChunk(offset: 0, data: Data("hello".utf8))
+        let chunk = "5d41402abc4b2a76b9719d911017c592"   // MD5 of "hello"
         let plain = HTTPFields()
-        try S3RemoteStorage.checkPartETag("\"5d41402abc4b2a76b9719d911017c592\"", plain, chunk, "p")
-        #expect(throws: CourierError.self) { try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", plain, chunk, "p") }
-        try S3RemoteStorage.checkPartETag("\"opaque-etag\"", plain, chunk, "p")   // not an MD5: says nothing
+        try S3RemoteStorage.checkPartETag("\"5d41402abc4b2a76b9719d911017c592\"", plain, md5Hex: chunk, "p")
+        #expect(throws: CourierError.self) { try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", plain, md5Hex: chunk, "p") }
+        try S3RemoteStorage.checkPartETag("\"opaque-etag\"", plain, md5Hex: chunk, "p")   // not an MD5: says nothing
         // KMS and customer-key objects have ETags that look like MD5s but are not.
-        try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", HTTPFields([("x-amz-server-side-encryption", "aws:kms")]), chunk, "p")
-        try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", HTTPFields([("x-amz-server-side-encryption-customer-algorithm", "AES256")]), chunk, "p")
+        try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", HTTPFields([("x-amz-server-side-encryption", "aws:kms")]), md5Hex: chunk, "p")
+        try S3RemoteStorage.checkPartETag("\"00000000000000000000000000000000\"", HTTPFields([("x-amz-server-side-encryption-customer-algorithm", "AES256")]), md5Hex: chunk, "p")
     }
 
     @Test func partsStayWithinS3sLimits() {
