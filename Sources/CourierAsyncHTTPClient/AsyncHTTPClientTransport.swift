@@ -66,7 +66,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         for field in request.headerFields where request.body == nil || field.name != .contentLength {
             req.headers.add(name: field.name.rawName, value: field.value)
         }
-        if let body = request.body { req.body = Self.body(body, observer: request.bodyObserver) }
+        if let body = request.body { req.body = Self.body(body, observer: request.bodyObserver, loops: client.eventLoopGroup) }
         let deadline: NIODeadline = request.timeout.map { .now() + .nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) } ?? .distantFuture
         do {
             let response = try await client.execute(req, deadline: deadline)

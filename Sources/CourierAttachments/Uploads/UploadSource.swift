@@ -41,7 +41,7 @@ public struct UploadSource: Sendable, Equatable {
         guard let now = try? UploadSource(url: url), now.size == size, now.modified == modified else { throw Changed(url) }   // a file that is gone has changed too
     }
 
-    /// The digests of a byte range of the file (a part or chunk), read 1 MiB at a time:
+    /// The digests of a byte range of the file (a part or chunk), read 256 KiB at a time:
     /// the range itself is never held. The request then sends the same range from the file
     /// (``UploadChunk/body``); a write in between changes the file's modification time,
     /// which ``checkUnchanged()`` sees before the part is recorded, and S3's ETag or tus's
@@ -52,20 +52,24 @@ public struct UploadSource: Sendable, Equatable {
         }
         defer { try? handle.close() }   // a read-only handle: closing loses nothing
         var md5 = Insecure.MD5(), sha256 = SHA256(), sha1 = Insecure.SHA1()
-        do {
-            try handle.seek(toOffset: UInt64(offset))
-            var left = length
-            while left > 0 {
-                guard let slice = try handle.read(upToCount: Int(min(left, Self.hashSlice))), !slice.isEmpty else { throw Changed(url) }
-                md5.update(data: slice)
-                sha256.update(data: slice)
-                if wantsSHA1 { sha1.update(data: slice) }
-                left -= Int64(slice.count)
+        // One buffer for the whole pass, read into with pread: no allocation per slice, so
+        // the heap does not fragment under four parts at once.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(Self.hashSlice), alignment: 16)
+        defer { buffer.deallocate() }
+        var position = offset
+        while position < offset + length {
+            let want = Int(min(offset + length - position, Self.hashSlice))
+            let got = pread(handle.fileDescriptor, buffer.baseAddress, want, off_t(position))
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else {
+                throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload: \(String(cString: strerror(errno)))")
             }
-        } catch let error as Changed {
-            throw error
-        } catch {
-            throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload", underlying: error)
+            guard got > 0 else { throw Changed(url) }   // shorter than when looked at
+            let slice = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
+            md5.update(bufferPointer: slice)
+            sha256.update(bufferPointer: slice)
+            if wantsSHA1 { sha1.update(bufferPointer: slice) }
+            position += Int64(got)
         }
         return UploadChunk(file: url, offset: offset, length: length, md5: Data(md5.finalize()), sha256: Data(sha256.finalize()),
                            sha1: wantsSHA1 ? Data(sha1.finalize()) : nil)
