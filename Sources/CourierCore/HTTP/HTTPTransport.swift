@@ -6,6 +6,11 @@ import HTTPTypes
 public struct TransportRequest: Sendable {
     /// An absolute http or https URL.
     public var url: String
+    /// Wants a connection of its own, never a stream shared with other requests: one range
+    /// of a segmented download, whose point is several connections (a server or a path that
+    /// limits each connection). A transport that speaks HTTP/2 sends it over HTTP/1.1
+    /// where it can choose (AsyncHTTPClient); URLSession decides for itself.
+    public var ownConnection = false
     /// The method (`GET`, `HEAD`, `PUT`, `POST`, `PATCH`, `DELETE`).
     public var method: HTTPRequest.Method
     /// Headers to send.

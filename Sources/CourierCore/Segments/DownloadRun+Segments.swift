@@ -216,7 +216,9 @@ extension DownloadRun {
             if redirects.sendsCredentials, let authorizer = context.authorizer(for: id), let record = try await db.record(id: id) {
                 headers += try await authorizer.headers(for: record, url: redirects.current)
             }
-            let response = try await context.transport.send(try TransportRequest(url: redirects.current.absoluteString, headers: headers))
+            var request = try TransportRequest(url: redirects.current.absoluteString, headers: headers)
+            request.ownConnection = true
+            let response = try await context.transport.send(request)
             activity.touch()
             switch RangeReply.decide(first: segment.next, last: segment.end - 1, total: terms.total, validator: terms.validator,
                                      status: response.status, headers: response.headerFields) {
