@@ -5,6 +5,7 @@ import HTTPTypes
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
@@ -134,6 +135,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         if let e = error as? HTTPClientError, e == .unsupportedScheme("") || String(describing: e).contains("unsupportedScheme") {
             return CourierError(.unsupportedScheme, "unsupported scheme in \(url)", underlying: error)
+        }
+        if error is NIOHTTP2Errors.StreamClosed {
+            // A stream the server refused or reset: above the last one a GOAWAY let through
+            // (a server ending its connection after N requests), or cancelled. Nothing of it
+            // was taken; the engine asks again, on a new connection.
+            return CourierError(.network, "the server closed the HTTP/2 stream before replying (\(Redactor.redact(url)))", underlying: error)
         }
         if let e = error as? IOError, e.errnoCode == ECONNRESET || e.errnoCode == EPIPE {
             // In words; SwiftNIO's text names the system call that saw it.
