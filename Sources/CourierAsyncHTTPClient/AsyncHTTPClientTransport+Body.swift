@@ -74,13 +74,14 @@ struct BodySlices: AsyncSequence, Sendable {
         var buffer = ByteBufferAllocator().buffer(capacity: count)
         while buffer.readableBytes < count {
             let want = count - buffer.readableBytes, at = off_t(offset + Int64(buffer.readableBytes))
-            var got = 0
+            var got = 0, failure: Int32 = 0
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: want) { space in
                 got = pread(handle.fileDescriptor, space.baseAddress, want, at)
+                if got < 0 { failure = errno }
                 return Swift.max(got, 0)   // a failure writes nothing; it is reported below
             }
-            if got < 0, errno == EINTR { continue }
-            guard got >= 0 else { throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload: \(String(cString: strerror(errno)))") }
+            if got < 0, failure == EINTR { continue }
+            guard got >= 0 else { throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload: \(String(cString: strerror(failure)))") }
             guard got > 0 else { throw CourierError(.readFailed, "\(url.lastPathComponent) ended early while uploading: it changed under the upload") }
         }
         return buffer

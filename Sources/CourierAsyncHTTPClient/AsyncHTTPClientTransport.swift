@@ -137,10 +137,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return CourierError(.unsupportedScheme, "unsupported scheme in \(url)", underlying: error)
         }
         if error is NIOHTTP2Errors.StreamClosed {
-            // A stream the server refused or reset: above the last one a GOAWAY let through
-            // (a server ending its connection after N requests), or cancelled. Nothing of it
-            // was taken; the engine asks again, on a new connection.
-            return CourierError(.network, "the server closed the HTTP/2 stream before replying (\(Redactor.redact(url)))", underlying: error)
+            // A stream the server refused or reset, before or during its reply: above the last
+            // one a GOAWAY let through (a server ending its connection after N requests), or
+            // cancelled. The engine asks again (for the rest), on a new connection.
+            return CourierError(.network, "the server closed the HTTP/2 stream (\(Redactor.redact(url)))", underlying: error)
         }
         if let e = error as? IOError, e.errnoCode == ECONNRESET || e.errnoCode == EPIPE {
             // In words; SwiftNIO's text names the system call that saw it.

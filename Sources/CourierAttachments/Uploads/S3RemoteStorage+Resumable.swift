@@ -56,7 +56,9 @@ extension S3RemoteStorage: ResumableUploadStorage {
 
     private func putWhole(_ source: UploadSource, key: String, headers: [(String, String)], precondition: UploadPrecondition,
                           journal: UploadJournal) async throws -> String? {
-        let chunk = try source.hash(offset: 0, length: source.size)
+        // Read whole (at most the multipart threshold): an S3-compatible server that checks
+        // neither Content-MD5 nor the payload hash would otherwise store a rewrite's mix.
+        let chunk = try source.read(offset: 0, length: source.size)
         let counter = UploadCounter(journal: journal, total: source.size, held: 0)
         let tally = RequestTally(counter)
         let response = try await send(.put, objectURL(key: key),

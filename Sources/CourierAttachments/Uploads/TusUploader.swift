@@ -119,8 +119,13 @@ public final class TusUploader: Sendable {
         // An empty file still needs its one (empty) PATCH; a resumed upload the server holds
         // whole needs none.
         while offset < source.size || (source.size == 0 && !sentEmpty) {
-            let chunk = try source.hash(offset: offset, length: min(chunkSize, source.size - offset), sha1: checksum)
-            if offset + chunk.length == source.size { try source.checkUnchanged() }   // the last PATCH completes the file
+            let length = min(chunkSize, source.size - offset)
+            // The last PATCH completes the file: from a server that checks no checksum, it goes
+            // from memory, read before the file is looked at again, so a rewrite during the
+            // send cannot complete a mix. Every other chunk streams from the file.
+            let last = offset + length == source.size
+            let chunk = try last && !checksum ? source.read(offset: offset, length: length) : source.hash(offset: offset, length: length, sha1: checksum)
+            if last { try source.checkUnchanged() }
             let tally = RequestTally(counter)
             do {
                 switch try await patch(url, chunk, tally: tally) {

@@ -71,8 +71,30 @@ public struct UploadSource: Sendable, Equatable {
             if wantsSHA1 { sha1.update(bufferPointer: slice) }
             position += Int64(got)
         }
-        return UploadChunk(file: url, offset: offset, length: length, md5: Data(md5.finalize()), sha256: Data(sha256.finalize()),
-                           sha1: wantsSHA1 ? Data(sha1.finalize()) : nil)
+        return UploadChunk(body: .file(url, offset: offset, length: length), offset: offset, length: length, md5: Data(md5.finalize()),
+                           sha256: Data(sha256.finalize()), sha1: wantsSHA1 ? Data(sha1.finalize()) : nil)
+    }
+
+    /// A byte range read whole, with the digests of exactly those bytes, sent from memory:
+    /// for a request whose bytes nothing else checks before they become the object (an S3
+    /// single PUT, at most the multipart threshold; the tus chunk that completes a file on a
+    /// server without the checksum extension). The caller's ``checkUnchanged()`` after this
+    /// read then vouches for exactly what is sent.
+    func read(offset: Int64, length: Int64, sha1 wantsSHA1: Bool = false) throws -> UploadChunk {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else {
+            throw CourierError(.fileNotFound, "\(url.lastPathComponent) cannot be opened for the upload")
+        }
+        defer { try? handle.close() }   // a read-only handle: closing loses nothing
+        let data: Data
+        do {
+            try handle.seek(toOffset: UInt64(offset))
+            data = try handle.read(upToCount: Int(length)) ?? Data()
+        } catch {
+            throw CourierError(.readFailed, "cannot read \(url.lastPathComponent) for the upload", underlying: error)
+        }
+        guard Int64(data.count) == length else { throw Changed(url) }
+        return UploadChunk(body: .bytes(data), offset: offset, length: length, md5: Data(Insecure.MD5.hash(data: data)),
+                           sha256: Data(SHA256.hash(data: data)), sha1: wantsSHA1 ? Data(Insecure.SHA1.hash(data: data)) : nil)
     }
 
     /// How much of the file a digest pass reads at a time.
@@ -80,9 +102,12 @@ public struct UploadSource: Sendable, Equatable {
 }
 
 /// A byte range of the source about to be sent, and its digests, each computed once; the
-/// bytes stay in the file until the transport streams them (``body``).
+/// bytes stay in the file until the transport streams them (``body``), unless they were
+/// read whole (``UploadSource/read(offset:length:sha1:)``).
 struct UploadChunk: Sendable {
-    let file: URL
+    /// The request body: the range, read from the file in bounded slices as it goes, or
+    /// the bytes read whole.
+    let body: TransportRequestBody
     let offset: Int64
     let length: Int64
     let md5: Data
@@ -90,8 +115,6 @@ struct UploadChunk: Sendable {
     /// For tus's checksum extension, when the server offers it.
     let sha1: Data?
 
-    /// The request body: the range, read from the file in bounded slices as it goes.
-    var body: TransportRequestBody { .file(file, offset: offset, length: length) }
     var md5Hex: String { SHA256Hex.hex(md5) }
     var md5Base64: String { md5.base64EncodedString() }
     var sha256Hex: String { SHA256Hex.hex(sha256) }

@@ -65,7 +65,11 @@ struct UploadStreamingTests {
             _ = stat(file.path, &before)
             try new.write(to: file)
             // The old time to the nanosecond: only the digests can tell the bytes apart.
+            #if canImport(Darwin)
+            let times = [before.st_atimespec, before.st_mtimespec]
+            #else
             let times = [before.st_atim, before.st_mtim]
+            #endif
             if keepTime { #expect(utimensat(AT_FDCWD, file.path, times, 0) == 0) }
         })
         // One part at a time: the second part's digest pass never races the rewrite.

