@@ -21,23 +21,14 @@ public final class MotoServer: @unchecked Sendable { // set once, then read-only
             return
         }
         let port = Int.random(in: 20_000...40_000)
-        let p = Process()
         // The server stops with this process (moto ignores SIGTERM, and an atexit handler does
         // not run when the test runner is killed).
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", stopsWithThisProcess, "moto_server", "-H", "127.0.0.1", "-p", "\(port)"]
         let logURL = FileManager.default.temporaryDirectory.appendingPathComponent("courier-moto-\(port).log")
         _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)   // a missing log only makes the server-side counts unavailable
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle(forWritingAtPath: logURL.path) ?? FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return }
+        guard let p = launchServer(["moto_server", "-H", "127.0.0.1", "-p", "\(port)"], stderr: FileHandle(forWritingAtPath: logURL.path)) else { return }
         log = logURL
         process = p
-        let url = URL(string: "http://127.0.0.1:\(port)")!
-        for _ in 0..<100 {
-            if isListening(port: port) { endpoint = url; break }
-            usleep(100_000)
-        }
+        if waitUntilListening(port: port, p) { endpoint = URL(string: "http://127.0.0.1:\(port)")! }
         atexit { MotoServer.shared.process?.interrupt() }
     }
 
@@ -56,6 +47,28 @@ public final class MotoServer: @unchecked Sendable { // set once, then read-only
             return Int(number.dropFirst("partNumber=".count))
         }
     }
+}
+
+/// Starts a test server (`arguments`) under ``stopsWithThisProcess``; `nil` when it cannot
+/// be started. Its standard output is discarded, its standard error goes to `stderr`.
+func launchServer(_ arguments: [String], stderr: FileHandle? = nil) -> Process? {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = ["python3", "-c", stopsWithThisProcess] + arguments
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = stderr ?? FileHandle.nullDevice
+    return (try? p.run()) != nil ? p : nil   // not startable: the suites that need it are skipped
+}
+
+/// Waits up to 10 s for a launched server to listen on `port`; `false` when it did not,
+/// or exited first (what it needs is not installed).
+func waitUntilListening(port: Int, _ p: Process) -> Bool {
+    for _ in 0..<100 {
+        if isListening(port: port) { return true }
+        if !p.isRunning { return false }
+        usleep(100_000)
+    }
+    return false
 }
 
 /// A Python wrapper that runs `argv[1:]` and stops it (SIGINT, then SIGKILL) once this test

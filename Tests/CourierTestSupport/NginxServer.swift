@@ -47,21 +47,9 @@ public final class NginxServer: @unchecked Sendable { // set once, then read-onl
             }
             """
         guard (try? config.write(to: conf, atomically: true, encoding: .utf8)) != nil else { return }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", stopsWithThisProcess, nginx, "-c", conf.path, "-p", folder.path]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return }
+        guard let p = launchServer([nginx, "-c", conf.path, "-p", folder.path]) else { return }
         process = p
-        for _ in 0..<100 {
-            if isListening(port: port) {
-                (base, certificate) = ("https://127.0.0.1:\(port)", cert.certificate)
-                return
-            }
-            if !p.isRunning { return }
-            usleep(100_000)
-        }
+        if waitUntilListening(port: port, p) { (base, certificate) = ("https://127.0.0.1:\(port)", cert.certificate) }
     }
 
     /// One request as nginx logged it.

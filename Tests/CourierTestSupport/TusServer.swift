@@ -26,20 +26,11 @@ public final class TusServer: @unchecked Sendable { // set once, then read-only
         let port = Int.random(in: 40_001...50_000)
         let folder = temporaryFolder("courier-tus")
         let logURL = folder.appendingPathComponent("patches.log")
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", stopsWithThisProcess, "python3", script.path, "\(port)", folder.appendingPathComponent("data").path, logURL.path]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return }
+        guard let p = launchServer(["python3", script.path, "\(port)", folder.appendingPathComponent("data").path, logURL.path]) else { return }
         process = p
-        for _ in 0..<100 {
-            if isListening(port: port) {
-                (base, directory, log) = (URL(string: "http://127.0.0.1:\(port)")!, folder.appendingPathComponent("data"), logURL)
-                break
-            }
-            if !p.isRunning { return }   // aiohttp-tus is not installed: the tus tests are skipped
-            usleep(100_000)
+        // Not listening: aiohttp-tus is not installed, and the tus tests are skipped.
+        if waitUntilListening(port: port, p) {
+            (base, directory, log) = (URL(string: "http://127.0.0.1:\(port)")!, folder.appendingPathComponent("data"), logURL)
         }
     }
 

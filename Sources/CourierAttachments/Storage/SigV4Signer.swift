@@ -81,18 +81,13 @@ public struct SigV4Signer: Sendable {
         return SHA256Hex.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
     }
 
-    /// `20261127T093512Z` and `20261127`, UTC, with plain arithmetic: a `DateFormatter`
-    /// would load ICU's tables (about 5 MiB resident) into every upload.
+    /// `20261127T093512Z` and `20261127`, UTC: the digits of Courier's own date text
+    /// (`DatabaseDate`, plain arithmetic), since a `DateFormatter` would load ICU's tables
+    /// (about 5 MiB resident) into every upload.
     static func timestamps(_ date: Date) -> (String, String) {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-        var t = tm()
-        gmtime_r(&seconds, &t)
-        func pad(_ v: Int32, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
-        let day = pad(t.tm_year + 1900, 4) + pad(t.tm_mon + 1, 2) + pad(t.tm_mday, 2)
-        return (day + "T" + pad(t.tm_hour, 2) + pad(t.tm_min, 2) + pad(t.tm_sec, 2) + "Z", day)
+        let digits = DatabaseDate.text(date).prefix(19).filter(\.isNumber)   // yyyy-MM-dd HH:mm:ss
+        let day = String(digits.prefix(8))
+        return (day + "T" + digits.dropFirst(8) + "Z", day)
     }
 
     static func hostHeader(_ url: URL) -> String {

@@ -47,9 +47,7 @@ public struct UploadSource: Sendable, Equatable {
     /// which ``checkUnchanged()`` sees before the part is recorded, and S3's ETag or tus's
     /// checksum would tell the bytes apart.
     func hash(offset: Int64, length: Int64, sha1 wantsSHA1: Bool = false) throws -> UploadChunk {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            throw CourierError(.fileNotFound, "\(url.lastPathComponent) cannot be opened for the upload")
-        }
+        let handle = try open()
         defer { try? handle.close() }   // a read-only handle: closing loses nothing
         var md5 = Insecure.MD5(), sha256 = SHA256(), sha1 = Insecure.SHA1()
         // One buffer for the whole pass, read into with pread: no allocation per slice, so
@@ -81,9 +79,7 @@ public struct UploadSource: Sendable, Equatable {
     /// server without the checksum extension). The caller's ``checkUnchanged()`` after this
     /// read then vouches for exactly what is sent.
     func read(offset: Int64, length: Int64, sha1 wantsSHA1: Bool = false) throws -> UploadChunk {
-        guard let handle = FileHandle(forReadingAtPath: url.path) else {
-            throw CourierError(.fileNotFound, "\(url.lastPathComponent) cannot be opened for the upload")
-        }
+        let handle = try open()
         defer { try? handle.close() }   // a read-only handle: closing loses nothing
         let data: Data
         do {
@@ -95,6 +91,13 @@ public struct UploadSource: Sendable, Equatable {
         guard Int64(data.count) == length else { throw Changed(url) }
         return UploadChunk(body: .bytes(data), offset: offset, length: length, md5: Data(Insecure.MD5.hash(data: data)),
                            sha256: Data(SHA256.hash(data: data)), sha1: wantsSHA1 ? Data(Insecure.SHA1.hash(data: data)) : nil)
+    }
+
+    private func open() throws -> FileHandle {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else {
+            throw CourierError(.fileNotFound, "\(url.lastPathComponent) cannot be opened for the upload")
+        }
+        return handle
     }
 
     /// How much of the file a digest pass reads at a time.

@@ -10,7 +10,7 @@ import GRDB
 /// that never changes.
 package enum DatabaseDate {
     /// `2026-11-23 03:20:33.065`.
-    static func text(_ date: Date) -> String {
+    package static func text(_ date: Date) -> String {
         let interval = date.timeIntervalSince1970
         var seconds = time_t(interval.rounded(.down))
         var millis = Int(((interval - Double(seconds)) * 1000).rounded())
