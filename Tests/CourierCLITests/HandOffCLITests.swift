@@ -54,7 +54,7 @@ import Testing
     /// `get -i` with 10 entries behind `-j 2`, handed off when the first holds 10 MiB: the
     /// running two and the eight queued ones all finish through download tasks (the origin
     /// sees URLSession's User-Agent for each), every file whole, and no file costs more than
-    /// its size plus 1 MiB (what the stopped requests had in flight).
+    /// its size plus what the stopped requests had in flight (at most 4 MiB).
     @Test func aListHandsOffItsQueuedEntriesToo() async throws {
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
@@ -81,8 +81,12 @@ import Testing
             let requests = w.origin.requests.filter { $0.path == path && $0.method == "GET" }
             #expect(requests.contains { FeatureTransportCLITests.viaURLSession($0) && [200, 206].contains($0.status) },
                     "\(path): \(requests.map { ($0.userAgent, $0.range, $0.status) })")
+            // What the stopped request had in flight: the origin keeps writing into the socket
+            // buffers until the engine stops reading, a second at most of its 4 MiB/s (about
+            // 1 MiB on an idle machine, 2.8 MiB seen under a full parallel run). A hand-off
+            // that fetched again from zero would cost the 10 MiB kept on top.
             let fetched = requests.reduce(Int64(0)) { $0 + $1.bodyBytesSent }
-            #expect(fetched <= Int64(size + (1 << 20)), "\(path) cost \(fetched) bytes")
+            #expect(fetched <= Int64(size + (4 << 20)), "\(path) cost \(fetched) bytes")
         }
         let engineGets = w.origin.requests.filter { !FeatureTransportCLITests.viaURLSession($0) && $0.method == "GET" }
         #expect(engineGets.count == 2, "\(engineGets.map(\.path))")   // only the two that ran before the hand-off
