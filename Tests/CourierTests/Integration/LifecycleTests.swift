@@ -149,7 +149,7 @@ import CourierOrigin
             let writes = WriteCounter()
             let observation = DatabaseRegionObservation(tracking: Table(DownloadRecord.databaseTableName))
             let cancellable = observation.start(in: db.writer, onError: { _ in }, onChange: { _ in writes.increment() })
-            let d = Downloader(configuration: fx.configuration(), database: db)
+            let d = Downloader(configuration: fx.configuration(), database: db, transportOrDefault: Fixture.defaultOrHTTP2())
             let events = d.events(for: "x")
             let started = ContinuousClock.now
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))

@@ -21,7 +21,7 @@ import CourierOrigin
             var config = fx.configuration()
             config.rootDirectory = mount.url
             config.freeSpaceReserve = 100 << 20
-            let d = Downloader(configuration: config, database: try fx.database())
+            let d = Downloader(configuration: config, database: try fx.database(), transportOrDefault: Fixture.defaultOrHTTP2())
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             do { try await d.waitForCompletion(id: "x"); Issue.record("must not start") } catch let e as CourierError {
                 #expect(e.code == .paused)
@@ -47,7 +47,7 @@ import CourierOrigin
             defer { mount.unmount() }
             var config = fx.configuration()
             config.rootDirectory = mount.url
-            let d = Downloader(configuration: config, database: try fx.database())
+            let d = Downloader(configuration: config, database: try fx.database(), transportOrDefault: Fixture.defaultOrHTTP2())
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             let partial = mount.url.appendingPathComponent("f.bin.partial")
             #expect(try await eventually { PartialFile.length(at: partial) >= 2 << 20 })
@@ -243,7 +243,7 @@ import CourierOrigin
             let data = try fx.serve("f.bin", size: 50_000)
             fx.origin.requireAuthorization("Bearer TOKEN-XYZ")
             let log = CapturingLog()
-            let d = Downloader(configuration: fx.configuration(), database: try fx.database(),
+            let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transportOrDefault: Fixture.defaultOrHTTP2(),
                                requestAuthorizer: StaticHeaders([("Authorization", "Bearer TOKEN-XYZ")]), logger: log.logger())
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             _ = try await d.waitForCompletion(id: "x")

@@ -9,7 +9,7 @@ import CourierOrigin
     private func downloader(_ fx: Fixture, refresher: (any URLRefreshing)? = nil, authorizer: (any RequestAuthorizing)? = nil) throws -> Downloader {
         var c = fx.configuration { $0.minSegmentSize = 256 << 10; $0.segmentBufferSize = 64 << 10 }
         c.retryPolicy = RetryPolicy(baseDelay: .milliseconds(20), maxDelay: .milliseconds(100), maxAttempts: 6)
-        return Downloader(configuration: c, database: try fx.database(), urlRefresher: refresher, requestAuthorizer: authorizer)
+        return Downloader(configuration: c, database: try fx.database(), transportOrDefault: Fixture.defaultOrHTTP2(), urlRefresher: refresher, requestAuthorizer: authorizer)
     }
 
     /// `p.bin` (2,000,000 bytes) whose ranges are refused 403 (an expired presigned link),

@@ -1,4 +1,5 @@
 @_exported import CourierTestSupport
+import CourierAsyncHTTPClient
 import CourierURLSession
 import Crypto
 import Foundation
@@ -44,7 +45,13 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
         return data
     }
 
-    func url(_ name: String) -> String { origin.url("/" + name) }
+    /// The URL a test downloads `name` from: the origin's, or with
+    /// `COURIER_TEST_TRANSPORT=http2` the same through nginx's HTTP/2 proxy
+    /// (``NginxServer/proxied(_:)``).
+    func url(_ name: String) -> String {
+        let direct = origin.url("/" + name)
+        return Self.overHTTP2 ? NginxServer.shared.proxied(direct) ?? direct : direct
+    }
 
     func database() throws -> CourierDatabase { try CourierDatabase(path: dbPath) }
 
@@ -62,10 +69,26 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     }
 
     /// The transport the integration suite runs over: AsyncHTTPClient by default (`nil`: the
-    /// engine's own), URLSession with `COURIER_TEST_TRANSPORT=urlsession` (scripts/test runs
-    /// the suite both ways).
+    /// engine's own), URLSession with `COURIER_TEST_TRANSPORT=urlsession`, AsyncHTTPClient
+    /// trusting nginx's certificate with `COURIER_TEST_TRANSPORT=http2` (scripts/test runs the
+    /// suite all three ways).
     static func transport() -> (any HTTPTransport)? {
-        ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == "urlsession" ? URLSessionTransport() : nil
+        switch ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] {
+        case "urlsession": return URLSessionTransport()
+        case "http2": return http2Transport
+        default: return nil
+        }
+    }
+
+    /// For a test that builds its own ``Downloader`` on the default transport: what reaches
+    /// ``url(_:)`` in every pass — nginx's certificate trusted in the HTTP/2 pass, `nil` (the
+    /// default) otherwise.
+    static func defaultOrHTTP2() -> (any HTTPTransport)? { overHTTP2 ? http2Transport : nil }
+
+    static let overHTTP2 = ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == "http2"
+    /// One client for the process, as the engine's default is: it lives as long as the tests.
+    private static let http2Transport: (any HTTPTransport)? = NginxServer.shared.certificate.map {
+        AsyncHTTPClientTransport(trust: .additionalCA(pemFile: $0))
     }
 
     func finalData(_ relative: String) -> Data? { try? Data(contentsOf: root.appendingPathComponent(relative)) }
