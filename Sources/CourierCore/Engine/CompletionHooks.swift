@@ -61,7 +61,7 @@ extension CourierDatabase {
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .downloading, !lease.isBlocked(by: record) else { return nil }
             change(&record)
             record.updatedAt = Date()
-            try record.update(db)
+            try record.updateRow(db)
             do { try hook(db, record) } catch {
                 let why = (error as? CourierError)?.description ?? String(describing: error)
                 throw CourierError(.completionHook, "the app's completion hook threw, so download \(id) was not completed (its bytes are kept; resuming runs the hook again): \(why)",

@@ -154,7 +154,7 @@ extension Downloader {
             discard.append(p.partial)
         }
         existing.updatedAt = Date()
-        try existing.update(db)
+        try existing.updateRow(db)
         return Upsert(record: existing, disposition: .queued, discard: discard)
     }
 }

@@ -28,7 +28,7 @@ extension CourierDatabase {
             let handOff = HandOffRecord(record: record, kept: kept, owner: owner)
             record.handOff(keeping: kept)
             record.updatedAt = Date()
-            try record.update(db)
+            try record.updateRow(db)
             try handOff.insert(db, onConflict: .replace)
             return handOff
         }
@@ -83,7 +83,7 @@ extension CourierDatabase {
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .handedOff else { return nil }
             change(&record)
             record.updatedAt = Date()
-            try record.update(db)
+            try record.updateRow(db)
             _ = try HandOffRecord.deleteOne(db, key: id)
             return record
         }

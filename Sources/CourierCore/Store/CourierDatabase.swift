@@ -210,7 +210,7 @@ extension CourierDatabase {
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .downloading, !lease.isBlocked(by: record) else { return nil }
             change(&record)
             record.updatedAt = Date()
-            try record.update(db)
+            try record.updateRow(db)
             try Segment.filter(Segment.Columns.downloadId == id).deleteAll(db)
             for segment in segments { try segment.insert(db) }
             return record
@@ -297,7 +297,7 @@ extension CourierDatabase {
             if let lease, lease.isBlocked(by: record) { return nil }
             change(&record)
             record.updatedAt = Date()
-            try record.update(db)
+            try record.updateRow(db)
             return record
         }
     }

@@ -1,0 +1,48 @@
+import Foundation
+import GRDB
+import Testing
+@testable import CourierCore
+
+@Suite struct RowWriteTests {
+    /// The engine's own row write (`updateRow`) is GRDB's `update` without rebuilding the SQL:
+    /// every column written, a value set to nil cleared, the id untouched, a missing row an
+    /// error — compared column by column with what GRDB's `update` leaves.
+    @Test func theRowWriteIsGRDBsUpdate() async throws {
+        let queue = try DatabaseQueue()
+        _ = try CourierDatabase(writer: queue)   // creates the table
+        var full = DownloadRecord(id: "a", remoteUrl: "https://x.example/a", localFinalPath: "a", partialPath: "a.partial", mediaId: "m", mediaType: "video")
+        full.expectedSHA256 = String(repeating: "0", count: 64)
+        full.etag = "\"v1\""; full.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"; full.totalBytes = 10; full.bytesReceived = 4
+        full.lastErrorCode = "E_NETWORK"; full.lastErrorMessage = "dropped"; full.leaseOwner = "here:1:x:1"; full.leaseExpiresAt = Date()
+        full.heldEtag = "\"h\""; full.heldBytes = 3; full.contentType = "video/mp4"; full.expectedBytes = 10; full.connections = 4
+        var cleared = full
+        cleared.etag = nil; cleared.lastModified = nil; cleared.totalBytes = nil; cleared.lastErrorCode = nil; cleared.lastErrorMessage = nil
+        cleared.leaseOwner = nil; cleared.leaseExpiresAt = nil; cleared.heldEtag = nil; cleared.heldBytes = nil; cleared.contentType = nil
+        cleared.mediaId = nil; cleared.expectedSHA256 = nil; cleared.state = DownloadState.completed; cleared.bytesReceived = 10
+        var b = full; b.id = "b"
+        var clearedB = cleared; clearedB.id = "b"
+        let (a, aCleared, bFull, bCleared) = (full, cleared, b, clearedB)
+        let rows = try await queue.write { db -> (Row?, Row?, DownloadRecord?) in
+            try a.insert(db); try bFull.insert(db)
+            try aCleared.updateRow(db)     // ours, on "a"
+            try bCleared.update(db)        // GRDB's, on "b"
+            let ours = try Row.fetchOne(db, sql: "SELECT * FROM courierDownload WHERE id = 'a'")
+            let theirs = try Row.fetchOne(db, sql: "SELECT * FROM courierDownload WHERE id = 'b'")
+            return (ours, theirs, try DownloadRecord.fetch(db, id: "a"))
+        }
+        let ours = try #require(rows.0), theirs = try #require(rows.1)
+        #expect(ours["id"] as String? == "a" && theirs["id"] as String? == "b")
+        func columns(_ row: Row) -> [String: DatabaseValue] {
+            Dictionary(uniqueKeysWithValues: row.filter { $0.0 != "id" }.map { ($0.0, $0.1) })
+        }
+        #expect(columns(ours) == columns(theirs))
+        // Read back, it is the record written (dates as stored: to the millisecond).
+        var read = try #require(rows.2)
+        #expect(abs(read.createdAt.timeIntervalSince(cleared.createdAt)) < 0.001 && abs(read.updatedAt.timeIntervalSince(cleared.updatedAt)) < 0.001)
+        read.createdAt = cleared.createdAt; read.updatedAt = cleared.updatedAt
+        #expect(read == cleared)
+        var nobody = full; nobody.id = "nobody"
+        let ghost = nobody
+        await #expect(throws: RecordError.self) { try await queue.write { db in try ghost.updateRow(db) } }
+    }
+}
