@@ -7,7 +7,7 @@ import Testing
     /// The engine's own row write (`updateRow`) is GRDB's `update` without rebuilding the SQL:
     /// every column written, a value set to nil cleared, the id untouched, a missing row an
     /// error — compared column by column with what GRDB's `update` leaves.
-    @Test func theRowWriteIsGRDBsUpdate() async throws {
+    @Test func theRowWriteIsGRDBsUpdate() throws {
         let queue = try DatabaseQueue()
         _ = try CourierDatabase(writer: queue)   // creates the table
         var full = DownloadRecord(id: "a", remoteUrl: "https://x.example/a", localFinalPath: "a", partialPath: "a.partial", mediaId: "m", mediaType: "video")
@@ -22,7 +22,7 @@ import Testing
         var b = full; b.id = "b"
         var clearedB = cleared; clearedB.id = "b"
         let (a, aCleared, bFull, bCleared) = (full, cleared, b, clearedB)
-        let rows = try await queue.write { db -> (Row?, Row?, DownloadRecord?) in
+        let rows = try queue.write { db -> (Row?, Row?, DownloadRecord?) in
             try a.insert(db); try bFull.insert(db)
             try aCleared.updateRow(db)     // ours, on "a"
             try bCleared.update(db)        // GRDB's, on "b"
@@ -43,6 +43,6 @@ import Testing
         #expect(read == cleared)
         var nobody = full; nobody.id = "nobody"
         let ghost = nobody
-        await #expect(throws: RecordError.self) { try await queue.write { db in try ghost.updateRow(db) } }
+        #expect(throws: RecordError.self) { try queue.write { db in try ghost.updateRow(db) } }
     }
 }
