@@ -62,12 +62,11 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
             }
             return (true, arrived, retry, s.actsOnEvents)
         }
-        if current, !arrived, acts, retry, let resumeData {
+        if current, !arrived, acts, retry, let resumeData, start(id: id, resumed: true, { $0.downloadTask(withResumeData: resumeData) }) {
             // Failed with resume data (Apple's URLSession, the app away): a task resumed from
             // it fetches only the rest; its file is judged as the resumed reply says
             // (`Downloader.adoptHandOff`). Made while the app is in the background, the system
             // starts it at its discretion (Apple: `isDiscretionary` is then treated as true).
-            start(session.downloadTask(withResumeData: resumeData), id: id, resumed: true)
             logger.info("the system's task failed; resumed from its resume data", metadata: ["id": "\(id)"])
             return
         }

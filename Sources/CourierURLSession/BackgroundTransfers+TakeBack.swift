@@ -39,8 +39,7 @@ extension BackgroundTransfers {
                 return true
             }
             guard mine else { continue }
-            if let resumeData {
-                start(session.downloadTask(withResumeData: resumeData), id: id, resumed: true)
+            if let resumeData, start(id: id, resumed: true, { $0.downloadTask(withResumeData: resumeData) }) {
                 logger.info("resumed in the system from its resume data", metadata: ["id": "\(id)"])
                 continue
             }

@@ -34,7 +34,10 @@ extension BackgroundTransfers {
             urlRequest.httpMethod = request.method
             urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
             for (name, value) in request.headers { urlRequest.setValue(value, forHTTPHeaderField: name) }
-            let task = session.uploadTask(with: urlRequest, fromFile: URL(fileURLWithPath: request.piece.bodyPath))
+            guard let task = makeTask({ $0.uploadTask(with: urlRequest, fromFile: URL(fileURLWithPath: request.piece.bodyPath)) }) else {
+                await endUploadPiece(request.piece, status: nil, headers: [:], "the background session was invalidated")
+                continue
+            }
             task.taskDescription = request.piece.taskID
             state.withLock { $0.uploadTasks[request.piece.taskID] = task }
             task.resume()

@@ -70,6 +70,8 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         /// Between ``handOffAll(among:)`` / ``handOff(id:)`` / ``handOffUploads(_:)`` and
         /// ``takeBack()``: the app is away.
         var inBackground = false
+        /// ``invalidate()`` ran: no task may be made on the session any more.
+        var invalidated = false
         var handOffRetries: [String: Int] = [:]
         var finishShare = 0.5
         var lastKeepDuration: Duration?
@@ -208,13 +210,18 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         urlRequest.cachePolicy = .reloadIgnoringLocalCacheData
         for (name, value) in request.headers + request.credentials { urlRequest.setValue(value, forHTTPHeaderField: name) }
         state.withLock { $0.progress[id] = request.progress }
-        start(session.downloadTask(with: urlRequest), id: id)
+        guard start(id: id, { $0.downloadTask(with: urlRequest) }) else {
+            try await downloader.takeBack(id: id, "the background session was invalidated")
+            return false
+        }
         logger.info("handed off at \(request.keptBytes) bytes", metadata: ["id": "\(id)"])
         return true
     }
 
+    /// Makes `id`'s task with `make` and starts it; false once ``invalidate()`` has run.
     /// `resumed`: made from the system's resume data (its file is read as such on arrival).
-    func start(_ task: URLSessionDownloadTask, id: String, resumed: Bool = false) {
+    func start(id: String, resumed: Bool = false, _ make: (URLSession) -> URLSessionDownloadTask) -> Bool {
+        guard let task = makeTask(make) else { return false }
         task.taskDescription = id
         state.withLock { s in
             s.tasks[id] = task
@@ -222,6 +229,16 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
             if resumed { s.resumed.insert(id) } else { s.resumed.remove(id) }
         }
         task.resume()
+        return true
+    }
+
+    /// A task made on the session, or `nil` once ``invalidate()`` has run. No task can be
+    /// made on an invalidated session (Apple's documentation; FoundationNetworking traps:
+    /// "Session invalidated"), and a hand-off retried from the delegate can meet an
+    /// invalidation: the task is made under the lock `invalidate()` takes first, so the two
+    /// cannot cross.
+    func makeTask<Made: URLSessionTask>(_ make: (URLSession) -> Made) -> Made? {
+        state.withLock { s in s.invalidated ? nil : make(session) }
     }
 
     // MARK: Coming back
@@ -268,7 +285,10 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     /// until ``recover()`` or ``takeBack()``). For tests and tools; an app keeps its
     /// background session for the life of the process.
     public func invalidate() {
-        state.withLock { $0.inBackground = false }   // no retry on the invalidated session
+        state.withLock { s in
+            s.inBackground = false   // no retry on the invalidated session
+            s.invalidated = true     // and no task made on it (`makeTask`)
+        }
         session.invalidateAndCancel()
         if let identifier = session.configuration.identifier { _ = Self.identifiers.withLock { $0.remove(identifier) } }
     }

@@ -249,4 +249,25 @@ import Testing
                                               ofItemAtPath: fx.served.appendingPathComponent("f.bin").path)
         return v2
     }
+
+    /// A hand-off asked for after the session was invalidated (the delegate's retry of a
+    /// failed task can meet `invalidate()`; so can an app's call) makes no task — URLSession
+    /// traps on one made on an invalidated session, which took the whole test process down —
+    /// and leaves the download with the engine, which finishes it.
+    @Test func aHandOffAfterTheSessionIsInvalidatedMakesNoTaskAndTheEngineGoesOn() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: Self.size)
+            let d = try fx.downloader()
+            try await startHalfway(fx, d)
+            let bt = transfers(d, fx)
+            bt.invalidate()
+            #expect(try await bt.handOff(id: "x") == false)
+            #expect(try await bt.recover().isEmpty)
+            #expect(try await d.record(id: "x")?.state != .handedOff)
+            let record = try await d.waitForCompletion(id: "x")
+            await d.shutdown()
+            #expect(record.state == .completed)
+            #expect(fx.finalData("f.bin") == data)
+        }
+    }
 }
