@@ -7,8 +7,9 @@ import Foundation
 /// Routes: `/f/NAME` the file; `/slow/NAME` the file at 512 KiB/s per request;
 /// `/o/PORT/PATH` a reverse proxy to `http://127.0.0.1:PORT/PATH` (unbuffered both ways, the
 /// path and query as the client sent them), which puts HTTP/2 in front of a test's origin
-/// (``proxied(_:)``; a redirect to an origin on loopback comes back through it too). Every request is logged as `protocol connection status bytes_sent
-/// range end-time duration uri`.
+/// (``proxied(_:)``; a redirect to an origin on loopback comes back through it too).
+/// Every request is logged as `protocol connection status bytes_sent range end-time
+/// duration uri`.
 public final class NginxServer: @unchecked Sendable { // set once, then read-only
     public static let shared = NginxServer()
     /// `https://127.0.0.1:<port>`.

@@ -73,11 +73,7 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     /// trusting nginx's certificate with `COURIER_TEST_TRANSPORT=http2` (scripts/test runs the
     /// suite all three ways).
     static func transport() -> (any HTTPTransport)? {
-        switch ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] {
-        case "urlsession": return URLSessionTransport()
-        case "http2": return http2Transport
-        default: return nil
-        }
+        transportName == "urlsession" ? URLSessionTransport() : defaultOrHTTP2()
     }
 
     /// For a test that builds its own ``Downloader`` on the default transport: what reaches
@@ -85,7 +81,8 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     /// default) otherwise.
     static func defaultOrHTTP2() -> (any HTTPTransport)? { overHTTP2 ? http2Transport : nil }
 
-    static let overHTTP2 = ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == "http2"
+    static let overHTTP2 = transportName == "http2"
+    private static let transportName = ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"]
     /// One client for the process, as the engine's default is: it lives as long as the tests.
     private static let http2Transport: (any HTTPTransport)? = NginxServer.shared.certificate.map {
         AsyncHTTPClientTransport(trust: .additionalCA(pemFile: $0))
