@@ -69,7 +69,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// How many HTTP/1.1 connections one origin gets at most (AsyncHTTPClient's default).
     static let connectionsPerOrigin = 8
 
-    /// Uses an existing client. It must be configured not to follow redirects.
+    /// `configuration` with Courier's guard of HTTP/2 connections installed (a connection
+    /// SwiftNIO gave up on is closed; one whose pool lost streams is retired; RELIABILITY.md,
+    /// "Over HTTP/2"), for a client an app makes itself and passes to ``init(client:)``. It
+    /// takes AsyncHTTPClient's two HTTP/2 debug initializers.
+    public static func guardingHTTP2Connections(_ configuration: HTTPClient.Configuration) -> HTTPClient.Configuration {
+        var configuration = configuration
+        configuration.http2ConnectionDebugInitializer = HTTP2ConnectionGuard.install
+        configuration.http2StreamChannelDebugInitializer = HTTP2ConnectionGuard.watchStream
+        return configuration
+    }
+
+    /// Uses an existing client. It must be configured not to follow redirects; make its
+    /// configuration with ``guardingHTTP2Connections(_:)`` for HTTP/2.
     public init(client: HTTPClient) {
         self.client = client
         self.separateClient = client
@@ -86,7 +98,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         if let body = request.body { req.body = Self.body(body, observer: request.bodyObserver, loops: client.eventLoopGroup) }
         let deadline: NIODeadline = request.timeout.map { .now() + .nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) } ?? .distantFuture
         do {
-            let response = try await (request.ownConnection ? separateClient : client).execute(req, deadline: deadline)
+            let response = try await Self.execute(req, on: request.ownConnection ? separateClient : client, deadline: deadline)
             var fields = HTTPFields()
             for (name, value) in response.headers {
                 // A name HTTP does not allow cannot be a header any rule reads: it is dropped.
@@ -95,7 +107,28 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             try ReplyViolation.checkHeaderBlock(fields, url: request.url)
             return TransportResponse(status: Int(response.status.code), headerFields: fields, body: TransportBody(MappedBody(base: response.body)))
         } catch {
+            if let e = error as? HTTPClientError, e == .cancelled, !Task.isCancelled {
+                // Nobody cancelled this request: connection after connection closed before it
+                // went out (see `execute`).
+                throw CourierError(.network, "the connection closed before the request was sent (\(Redactor.redact(request.url)))", underlying: error)
+            }
             throw Self.map(error, url: request.url)
+        }
+    }
+
+    /// `client.execute`, sent again (up to 3 times in all) when the connection the pool gave
+    /// the request closed before the request went out: the pool can lease a stream of an
+    /// HTTP/2 connection that is being retired (HTTP2ConnectionGuard), and AsyncHTTPClient
+    /// then fails the request as "cancelled" though nobody cancelled it. Nothing was sent, so
+    /// sending again is safe, whatever the method.
+    private static func execute(_ req: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline) async throws -> HTTPClientResponse {
+        var attempt = 1
+        while true {
+            do {
+                return try await client.execute(req, deadline: deadline)
+            } catch let error as HTTPClientError where error == .cancelled && !Task.isCancelled && attempt < 3 {
+                attempt += 1
+            }
         }
     }
 

@@ -12,9 +12,10 @@ package final class OwnedHTTPClient: Sendable {
 
     /// A client with `configuration`, except that a refused connection fails at once (the
     /// caller's retry policy decides what next) instead of being retried inside the client
-    /// until the connect timeout.
+    /// until the connect timeout, and that an HTTP/2 connection that can no longer carry
+    /// requests is retired (``HTTP2ConnectionGuard``).
     package init(configuration: HTTPClient.Configuration) {
-        var configuration = configuration
+        var configuration = AsyncHTTPClientTransport.guardingHTTP2Connections(configuration)
         configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
