@@ -77,6 +77,10 @@ final class HTTP2ConnectionGuard: ChannelInboundHandler, @unchecked Sendable { /
         // so none is cut short.
         let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: .maxID, errorCode: .noError, opaqueData: nil))
         context.fireChannelRead(wrapInboundOut(goAway))
+        // Outside a socket read the multiplexer holds back its streams' flushes after any
+        // frame until a read completes: without this, resets and window updates of the
+        // streams still open would wait for the server's next frame.
+        context.fireChannelReadComplete()
         // The pool closes a connection that drains only when its last stream closes.
         if openStreams == 0 { context.close(mode: .all, promise: nil) }
     }
