@@ -175,6 +175,8 @@ public actor Downloader {
             $0.requeue(keeping: partialLength, freshStart: true)
         }) else {
             if record.state == .handedOff { throw CourierError(.invalidState, "download \(id) is handed off to the system; take it back first (BackgroundTransfers.takeBack)") }
+            // Another process renewed its lease between the check above and this update.
+            if let now = try await context.database.record(id: id), context.owner.isBlocked(by: now) { throw Self.leasedError(now) }
             throw CourierError(.invalidState, "download \(id) cannot be resumed now")
         }
         context.hub.publish(.stateChanged(id: id, state: .queued, error: nil))
