@@ -107,11 +107,6 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             try ReplyViolation.checkHeaderBlock(fields, url: request.url)
             return TransportResponse(status: Int(response.status.code), headerFields: fields, body: TransportBody(MappedBody(base: response.body)))
         } catch {
-            if let e = error as? HTTPClientError, e == .cancelled, !Task.isCancelled {
-                // Nobody cancelled this request: connection after connection closed before it
-                // went out (see `execute`).
-                throw CourierError(.network, "the connection closed before the request was sent (\(Redactor.redact(request.url)))", underlying: error)
-            }
             throw Self.map(error, url: request.url)
         }
     }
@@ -143,7 +138,15 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     package static func map(_ error: any Error, url: String) -> any Error {
         if error is CancellationError { return error }
         if let e = error as? CourierError { return e }
-        if let e = error as? HTTPClientError, e == .cancelled { return CancellationError() }
+        if let e = error as? HTTPClientError, e == .cancelled {
+            // A cancellation only when the caller's task was cancelled. AsyncHTTPClient also
+            // cancels requests itself, on a connection it closes or retires under them; taken
+            // for the caller's cancellation, such a download was put back in the queue as if
+            // the downloader were shutting down, and waited there (seen once over HTTP/2: a
+            // resumed download stuck in `queued`). It is a dropped connection: retried.
+            if Task.isCancelled { return CancellationError() }
+            return CourierError(.network, "the connection closed under the request (\(Redactor.redact(url)))", underlying: error)
+        }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError || String(describing: error).contains("handshakeFailed") {
             // In words; BoringSSL's text (with source paths of the machine that built it) stays
             // the underlying error, logged with --verbose.

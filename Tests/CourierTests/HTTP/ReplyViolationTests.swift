@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import CourierAsyncHTTPClient
 import CourierURLSession
 import Foundation
@@ -50,6 +51,19 @@ struct ReplyViolationTests {
         let mapped = AsyncHTTPClientTransport.map(error, url: "http://h/f") as? CourierError
         #expect(mapped?.code == .protocolViolation && mapped?.isPassing == false, "\(String(describing: mapped))")
         #expect(mapped?.message.contains("breaks HTTP") == true)
+    }
+
+    /// AsyncHTTPClient's "cancelled" is the caller's cancellation only when the caller's task
+    /// is cancelled; otherwise the client cancelled it (a connection closed or retired under
+    /// it), and the engine must retry it rather than take it for a stop.
+    @Test func theClientsOwnCancellationIsADroppedConnection() async {
+        let mapped = AsyncHTTPClientTransport.map(HTTPClientError.cancelled, url: "https://h/f") as? CourierError
+        #expect(mapped?.code == .network, "\(String(describing: mapped))")
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return AsyncHTTPClientTransport.map(HTTPClientError.cancelled, url: "https://h/f")
+        }
+        #expect(await task.value is CancellationError)
     }
 
     @Test func aReplyCutShortStillPasses() {
