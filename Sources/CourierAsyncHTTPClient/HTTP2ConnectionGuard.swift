@@ -4,7 +4,7 @@ import NIOHTTP2
 
 /// Retires an HTTP/2 connection that AsyncHTTPClient 1.37 would otherwise keep using after it
 /// can no longer carry requests. Two ways that happens, both found by the engine's suites
-/// over nginx (RELIABILITY.md, "HTTP/2 connections"):
+/// over nginx (RELIABILITY.md, "Randomized fault matrix", "Over HTTP/2"):
 ///
 /// - **SwiftNIO HTTP/2 gave up on it.** Against "rapid reset" and similar floods it sends
 ///   GOAWAY after 200 RST_STREAM frames from the server in 30 s (or too many stream errors,
@@ -39,13 +39,10 @@ final class HTTP2ConnectionGuard: ChannelInboundHandler, @unchecked Sendable { /
     /// AsyncHTTPClient's hook for a new HTTP/2 connection: the guard goes right after
     /// SwiftNIO's HTTP/2 handler, before the pool's own handler, which it must reach first.
     static let install: @Sendable (Channel) -> EventLoopFuture<Void> = { channel in
-        channel.eventLoop.makeCompletedFuture { try add(to: channel) }
-    }
-
-    /// Adds a guard to an HTTP/2 connection's pipeline (on its event loop).
-    static func add(to channel: Channel) throws {
-        let http2 = try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self)
-        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionGuard(), position: .after(http2))
+        channel.eventLoop.makeCompletedFuture {
+            let http2 = try channel.pipeline.syncOperations.handler(type: NIOHTTP2Handler.self)
+            try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionGuard(), position: .after(http2))
+        }
     }
 
     /// AsyncHTTPClient's hook for each stream channel: watches whether it opened a stream.
