@@ -150,10 +150,13 @@ extension DownloadRun {
             // back to where it began), then writes what is staged.
             try? await file.settle()   // already failing: the error that brought us here is the one reported
             try? file.flush()   // already failing: the error that brought us here is the one reported
-            if error is CancellationError || Task.isCancelled || error is ExternalStop { throw error }
-            // Persist what we have before reporting the failure.
+            // (A `CancellationError` nobody asked for, from the transport, is a dropped
+            // connection: what arrived is recorded like any other's.)
+            if Task.isCancelled || error is ExternalStop { throw error }
+            // Persist what we have before reporting the failure, with the reply's validators
+            // (a small file's were not written before its body): the next attempt resumes.
             let length = file.logicalLength
-            await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.bytesReceived = length } }
+            await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { setPlan(&$0); $0.bytesReceived = length } }
             // Too long: kept for a resume under a larger limit, unless the body cannot be
             // resumed (content-coded, a decompression bomb): then nothing of it is any use.
             if let e = error as? CourierError, e.code == .bodyTooLong { return plan.resumable ? .fail(e) : try await failDiscarding(e, record: current) }

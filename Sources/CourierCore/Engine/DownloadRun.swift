@@ -176,6 +176,11 @@ struct DownloadRun: Sendable {
             }
         } catch let error as CourierError where error.isPassing {
             return .retry(error, after: nil)
+        } catch is CancellationError where !Task.isCancelled {
+            // Nobody cancelled this run: a transport (or a library under it) gave up on the
+            // request by itself. Ending the run here would leave the download queued with
+            // nothing to run it, so it is a dropped connection, retried under the policy.
+            return .retry(CourierError(.network, "the transport cancelled the request on its own"), after: nil)
         }
     }
 

@@ -100,4 +100,55 @@ import CourierOrigin
             #expect(resumed.status == 206 && resumed.range == "bytes=\(1 << 20)-")
         }
     }
+
+    /// A transport (or a library under it, as AsyncHTTPClient does when it retires a
+    /// connection) that throws `CancellationError` while nobody cancelled the run: a dropped
+    /// connection, retried, never a run that ends leaving the download queued with its
+    /// waiters waiting. Once before the reply, once in the middle of the body.
+    @Test func aRequestTheTransportCancelsByItselfIsRetried() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 1 << 20)
+            let transport = SelfCancelling(inner: AsyncHTTPClientTransport())
+            let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transport: transport)
+            let events = d.events()
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            let record = try await d.waitForCompletion(id: "x")
+            await d.shutdown()
+            try await transport.inner.shutdown()
+            #expect(fx.finalData("f.bin") == data)
+            #expect(record.attemptCount == 2)
+            var retried: [CourierError.Code] = []
+            for await e in events { if case let .retrying(_, _, _, error, _) = e { retried.append(error.code) } }
+            #expect(retried == [.network, .network])
+            // The second request was cut after its first chunk: the third resumed from the partial.
+            #expect(fx.origin.requests.last?.status == 206)
+        }
+    }
+}
+
+/// Throws `CancellationError` on its first request, and in the body of its second after
+/// the first chunk; the third and later go through untouched.
+final class SelfCancelling: HTTPTransport, @unchecked Sendable {
+    let inner: AsyncHTTPClientTransport
+    private let lock = NSLock()
+    private var sent = 0
+    init(inner: AsyncHTTPClientTransport) { self.inner = inner }
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let n = lock.withLock { sent += 1; return sent }
+        if n == 1 { throw CancellationError() }
+        var response = try await inner.send(request)
+        guard n == 2 else { return response }
+        let body = response.body
+        response.body = TransportBody(AsyncThrowingStream<BodyChunk, any Error> { continuation in
+            let task = Task {
+                do {
+                    for try await buffer in body { continuation.yield(buffer); break }
+                    continuation.finish(throwing: CancellationError())
+                } catch { continuation.finish(throwing: error) }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        })
+        return response
+    }
+    func shutdown() async throws {}
 }
