@@ -12,10 +12,12 @@ package final class OwnedHTTPClient: Sendable {
 
     /// A client with `configuration`, except that a refused connection fails at once (the
     /// caller's retry policy decides what next) instead of being retried inside the client
-    /// until the connect timeout, and that an HTTP/2 connection that can no longer carry
-    /// requests is retired (``HTTP2ConnectionGuard``).
+    /// until the connect timeout, that an HTTP/2 connection that can no longer carry
+    /// requests is retired (``HTTP2ConnectionGuard``), and that an HTTP/1.1 connection reads
+    /// in large buffers (``ReceiveBuffers``).
     package init(configuration: HTTPClient.Configuration) {
         var configuration = AsyncHTTPClientTransport.guardingHTTP2Connections(configuration)
+        configuration.http1_1ConnectionDebugInitializer = ReceiveBuffers.configure
         configuration.connectionPool.retryConnectionEstablishment = false
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }

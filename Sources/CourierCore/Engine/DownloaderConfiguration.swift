@@ -27,9 +27,10 @@ public struct DownloaderConfiguration: Sendable {
     public var progressEventInterval: Duration = .milliseconds(100)
     /// Redirects followed per request (default 5). Never from https to http.
     public var maxRedirects: Int = 5
-    /// The size of each gathered write to the partial file (default 1 MiB; two such buffers,
-    /// one filling while the other is written).
-    public var writeBufferSize: Int = 1 << 20
+    /// The size of each gathered write to the partial file (default 512 KiB; two such
+    /// buffers, one filling while the other is written). Larger buffers bought no speed on
+    /// the bench's 1 GiB (BENCHMARKS.md) and cost a phone memory per running download.
+    public var writeBufferSize: Int = 512 << 10
     /// Restarts from zero in a row (200 to a range, changed validator, …) before failing.
     public var maxRestarts: Int = 5
 
