@@ -45,9 +45,13 @@ final class HTTP2ConnectionGuard: ChannelInboundHandler, @unchecked Sendable { /
         }
     }
 
-    /// AsyncHTTPClient's hook for each stream channel: watches whether it opened a stream.
+    /// AsyncHTTPClient's hook for each stream channel: watches whether it opened a stream, and
+    /// joins the DATA frames of each read (``HTTP2DataCoalescer``).
     static let watchStream: @Sendable (Channel) -> EventLoopFuture<Void> = { channel in
-        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(StreamWatch(), position: .first) }
+        channel.eventLoop.makeCompletedFuture {
+            try channel.pipeline.syncOperations.addHandler(HTTP2DataCoalescer(), position: .first)
+            try channel.pipeline.syncOperations.addHandler(StreamWatch(), position: .first)
+        }
     }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
