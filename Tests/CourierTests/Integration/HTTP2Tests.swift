@@ -95,18 +95,7 @@ struct HTTP2Tests {
     @Test func aLongBodyOverHTTP2ArrivesInJoinedParts() async throws {
         let folder = "joined-\(UUID().uuidString.prefix(8))"
         let data = try Self.serve(folder, "f.bin", size: 8 << 20, seed: 5)
-        let t = Self.transport()
-        var received = Data(), largest = 0
-        do {
-            let response = try await t.send(TransportRequest(url: "\(nginx.base!)/f/\(folder)/f.bin", timeout: .seconds(30)))
-            for try await part in response.body {
-                // A reader slower than loopback, as the engine is while it writes: frames gather.
-                if received.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
-                largest = max(largest, part.count)
-                part.withUnsafeBytes { received.append(contentsOf: $0) }
-            }
-        } catch { try await t.shutdown(); throw error }
-        try await t.shutdown()
+        let (received, largest) = try await readInParts(Self.transport(), url: "\(nginx.base!)/f/\(folder)/f.bin")
         #expect(received == data)
         #expect(nginx.requests("/f/\(folder)/").map(\.proto) == ["HTTP/2.0"])
         #expect(largest > 16 << 10, "the largest part was \(largest) bytes (an HTTP/2 frame is at most 16 KiB)")

@@ -108,7 +108,7 @@ import CourierOrigin
     @Test func aRequestTheTransportCancelsByItselfIsRetried() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 1 << 20)
-            let transport = SelfCancelling(inner: AsyncHTTPClientTransport())
+            let transport = SelfCancelling(inner: Fixture.ownAsyncHTTPClientTransport())
             let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transport: transport)
             let events = d.events()
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))

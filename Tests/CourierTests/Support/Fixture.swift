@@ -81,6 +81,13 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     /// default) otherwise.
     static func defaultOrHTTP2() -> (any HTTPTransport)? { overHTTP2 ? http2Transport : nil }
 
+    /// A new AsyncHTTPClient transport of the test's own (shut down by it) that reaches
+    /// ``url(_:)`` in every pass: trusting nginx's certificate in the HTTP/2 pass.
+    static func ownAsyncHTTPClientTransport() -> AsyncHTTPClientTransport {
+        guard overHTTP2, let certificate = NginxServer.shared.certificate else { return AsyncHTTPClientTransport() }
+        return AsyncHTTPClientTransport(trust: .additionalCA(pemFile: certificate))
+    }
+
     static let overHTTP2 = transportName == "http2"
     private static let transportName = ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"]
     /// One client for the process, as the engine's default is: it lives as long as the tests.
@@ -124,4 +131,21 @@ struct CapturingHandler: LogHandler {
     func log(event: LogEvent) {
         sink.append("\(event.level) \(event.message) \(event.metadata ?? [:])")
     }
+}
+
+/// Fetches `url` through `transport` as the engine reads a body, a little slower than
+/// loopback at first (as the engine is while it writes, so the socket fills): the bytes and
+/// the largest part the transport handed over. Shuts the transport down.
+func readInParts(_ transport: any HTTPTransport, url: String) async throws -> (data: Data, largest: Int) {
+    var received = Data(), largest = 0
+    do {
+        let response = try await transport.send(TransportRequest(url: url, timeout: .seconds(30)))
+        for try await part in response.body {
+            if received.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+            largest = max(largest, part.count)
+            part.withUnsafeBytes { received.append(contentsOf: $0) }
+        }
+    } catch { try await transport.shutdown(); throw error }
+    try await transport.shutdown()
+    return (received, largest)
 }
