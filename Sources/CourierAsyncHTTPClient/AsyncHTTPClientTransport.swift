@@ -71,8 +71,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// `configuration` with Courier's guard of HTTP/2 connections installed (a connection
     /// SwiftNIO gave up on is closed; one whose pool lost streams is retired; RELIABILITY.md,
-    /// "Over HTTP/2"), for a client an app makes itself and passes to ``init(client:)``. It
-    /// takes AsyncHTTPClient's two HTTP/2 debug initializers.
+    /// "Over HTTP/2") and each stream's DATA frames joined per read (half the CPU for a large
+    /// body; BENCHMARKS.md), for a client an app makes itself and passes to
+    /// ``init(client:)``. It takes AsyncHTTPClient's two HTTP/2 debug initializers.
     public static func guardingHTTP2Connections(_ configuration: HTTPClient.Configuration) -> HTTPClient.Configuration {
         var configuration = configuration
         configuration.http2ConnectionDebugInitializer = HTTP2ConnectionGuard.install
