@@ -8,8 +8,11 @@ import NIOHTTP2
 /// part it is handed more than once: its stream handler's state sits behind a `willSet`
 /// observer, so every part appended copies the whole list of parts not yet read, and a read
 /// of a stream with an 8 MiB window can deliver hundreds at once. 1 GiB over HTTPS/2 from
-/// nginx cost 2.5–3.1 s of CPU and 64–80 MiB at the peak, against 0.55 s over HTTP/1.1 on the
-/// same TLS (BENCHMARKS.md, "What profiling found"). Joined, a read is a few large parts.
+/// nginx cost 2.1–2.7 s of CPU, against 0.55 s over HTTP/1.1 on the same TLS. Joined, a
+/// read is a few large parts: 1.2 s (BENCHMARKS.md, "What profiling found"). What it costs:
+/// the event loop no longer throttles the stream, so the backlog AsyncHTTPClient's 8 MiB
+/// stream window allows now sits in memory when the disk is the slower end (loopback):
+/// peak RSS for that 1 GiB 65 → 86–96 MiB.
 ///
 /// What a stream carries is unchanged, in order: the parts of a read are joined and passed
 /// on before anything else the stream delivers (the read's end, trailers, a reset, an error,

@@ -7,8 +7,11 @@ extension DownloadRun {
 
     func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
         // The body is whole: from here the disk takes what it takes (a checksum, fsync,
-        // rename), so the idle watchdog stops; had it fired first, nothing is put in place.
-        if let activity = Activity.current, !activity.stopWatching() { throw CancellationError() }
+        // rename), so the idle watchdog stops; had it fired first, nothing is put in place
+        // (the watchdog's own timeout, whichever of the two the attempt hears first).
+        if let activity = Activity.current, !activity.stopWatching() {
+            throw CourierError(.timeout, "the idle window ran out as the body ended; aborting this attempt")
+        }
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
         if let total = record.totalBytes, total != length {
