@@ -62,7 +62,9 @@ public actor Downloader {
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Makes a downloader that speaks HTTP through `transport` (the app keeps it and shuts it
-    /// down). `import Courier` adds an initializer without it, for the platform's default:
+    /// down, after the downloader's ``shutdown()``: a request the transport cancels under a
+    /// running download is a dropped connection, retried). `import Courier` adds an
+    /// initializer without it, for the platform's default:
     /// URLSession on Apple platforms, AsyncHTTPClient elsewhere.
     /// - Parameters:
     ///   - configuration: the root directory and the engine's knobs.
