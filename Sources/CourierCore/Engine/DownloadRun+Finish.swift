@@ -70,7 +70,9 @@ extension DownloadRun {
                 try await Blocking.run { try PartialFile.finalize(partial: partial, to: final) }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             }
-            return try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, complete)
+            let done = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, complete)
+            if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
+            return done
         }
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {

@@ -111,6 +111,12 @@ extension Downloader {
         case let .paused(error): end = .paused(error)
         case .interrupted:
             let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
+            if let record, record.state == .completed {
+                // The run completed the record before the stop reached it: that is how it
+                // ended (a cancel then goes on as for any completed download).
+                end = .completed(record)
+                break
+            }
             let partial = record.map { context.fileURL($0.partialPath) }
             var kept: Int64 = 0
             if let partial { kept = await context.bestEffort("counting kept bytes", id: id) { try await db.keptBytes(id: id, partial: partial) } ?? PartialFile.length(at: partial) }

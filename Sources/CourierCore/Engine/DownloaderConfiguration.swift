@@ -49,6 +49,9 @@ public struct DownloaderConfiguration: Sendable {
     /// file and the record's update to completed, so a kill can land in that window.
     /// Not part of the public API (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var pauseAfterRename: Duration? = nil
+    /// For tests only: a pause after the record is completed, before the run reports it,
+    /// so a stop can arrive in that window (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var pauseAfterCompleting: Duration? = nil
     /// Whether full buffers of a single-connection download are written with `O_DIRECT`
     /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
     /// tests only (`@_spi(Testing) import Courier`).
