@@ -8,9 +8,8 @@ import GRDB
 public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, FetchableRecord, PersistableRecord {
     /// The table's name.
     public static let databaseTableName = "courierDownload"
-    /// GRDB's text format, without ICU (see `DatabaseDate`).
-    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .custom { DatabaseDate.text($0) } }
-    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .custom { DatabaseDate.parse($0) } }
+    // Its row is written and read by hand (`DownloadRecord+Row.swift`), dates in
+    // `DatabaseDate`'s text; `Codable` stays for JSON.
 
     /// The caller's id for the download (`doc_42`, `video_7`, …).
     public var id: String

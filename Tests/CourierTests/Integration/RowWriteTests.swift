@@ -45,4 +45,51 @@ import Testing
         let ghost = nobody
         #expect(throws: RecordError.self) { try queue.write { db in try ghost.updateRow(db) } }
     }
+
+    /// The hand-written row is the one GRDB's Codable path wrote and read (databases made by
+    /// earlier versions stay readable, and what they read back is unchanged): the same
+    /// columns and stored values for a record with every field set and one with every
+    /// optional empty, and each read back by both to the same record.
+    @Test func theHandWrittenRowIsTheCodableOne() throws {
+        var full = DownloadRecord(id: "a", remoteUrl: "https://x.example/a", localFinalPath: "a", partialPath: "a.partial", mediaId: "m", mediaType: "video",
+                                  expectedSHA256: String(repeating: "0", count: 64), priority: 3, now: Date(timeIntervalSince1970: 1_790_000_000.123))
+        full.etag = "\"v1\""; full.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"; full.totalBytes = 10; full.bytesReceived = 4; full.resumable = false
+        full.state = .failed; full.attemptCount = 2; full.lastErrorCode = "E_NETWORK"; full.lastErrorMessage = "dropped"; full.leaseOwner = "here:1:x:1"
+        full.leaseExpiresAt = Date(timeIntervalSince1970: 1_790_000_030.5); full.updatedAt = Date(timeIntervalSince1970: 1_790_000_001.999)
+        full.heldEtag = "\"h\""; full.heldLastModified = "Mon, 07 Nov 1994 08:49:37 GMT"; full.heldBytes = 3; full.contentType = "video/mp4"
+        full.expectedBytes = 10; full.connections = 4
+        let empty = DownloadRecord(id: "b", remoteUrl: "https://x.example/b", localFinalPath: "b", partialPath: "b.partial", now: Date(timeIntervalSince1970: 0))
+        let queue = try DatabaseQueue()
+        _ = try CourierDatabase(writer: queue)   // creates the table
+        for record in [full, empty] {
+            let ours = try record.databaseDictionary, codable = try CodableRow(record: record).databaseDictionary
+            #expect(ours == codable)
+            #expect(Set(ours.keys) == Set(try queue.read { db in try db.columns(in: DownloadRecord.databaseTableName).map(\.name) }))
+            try queue.write { db in try CodableRow(record: record).insert(db) }
+            let (byHand, byCodable) = try queue.read { db in
+                (try DownloadRecord.fetch(db, id: record.id), try CodableRead.fetchOne(db, sql: "SELECT * FROM courierDownload WHERE id = ?", arguments: [record.id])?.record)
+            }
+            #expect(byHand != nil && byHand == byCodable)
+            #expect(byHand?.createdAt.timeIntervalSince1970 == (record.createdAt.timeIntervalSince1970 * 1000).rounded() / 1000)
+        }
+        // A row it cannot read is an error with a code, not a crash.
+        try queue.write { db in try db.execute(sql: "UPDATE courierDownload SET state = 'sideways' WHERE id = 'b'") }
+        #expect(throws: CourierError.self) { try queue.read { db in try DownloadRecord.fetch(db, id: "b") } }
+    }
+}
+
+/// A record written through GRDB's Codable path, as `DownloadRecord` was before its row was
+/// written by hand.
+private struct CodableRow: Encodable, PersistableRecord {
+    static let databaseTableName = DownloadRecord.databaseTableName
+    static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .custom { DatabaseDate.text($0) } }
+    let record: DownloadRecord
+    func encode(to encoder: Encoder) throws { try record.encode(to: encoder) }
+}
+
+/// A record read through GRDB's Codable path.
+private struct CodableRead: Decodable, FetchableRecord {
+    static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .custom { DatabaseDate.parse($0) } }
+    let record: DownloadRecord
+    init(from decoder: Decoder) throws { record = try DownloadRecord(from: decoder) }
 }
