@@ -92,7 +92,7 @@ extension Downloader {
     /// One request's row, inside the batch's transaction. Touches no file: what is to be
     /// deleted is returned.
     static func upsert(_ p: Prepared, in db: Database, runningHere: Set<String>, owner: LeaseOwner, root: URL) throws -> Upsert {
-        guard var existing = try DownloadRecord.fetchOne(db, key: p.id) else {
+        guard var existing = try DownloadRecord.fetch(db, id: p.id) else {
             var r = DownloadRecord(id: p.id, remoteUrl: p.redactedURL, localFinalPath: p.destination, partialPath: p.partial,
                                    mediaId: p.request.mediaId, mediaType: p.request.mediaType, expectedSHA256: p.sha, priority: p.request.priority)
             r.connections = p.connections
