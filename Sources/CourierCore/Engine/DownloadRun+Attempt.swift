@@ -68,11 +68,7 @@ extension DownloadRun {
         }
         try DiskSpace.check(toWrite: plan.expectedBodyLength ?? 0, at: partialURL, reserve: config.freeSpaceReserve)
 
-        // A small file from zero keeps nothing across a kill (its validators are recorded with
-        // its completion): its partial is named only when something relies on its bytes.
-        let small = plan.offset == 0 && (plan.expectedBodyLength.map { $0 <= 1 << 20 } ?? false)
-        let file = try small ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
-            : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
+        let file = try PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
         let heldBefore = file.logicalLength   // what earlier attempts left: a short body of unannounced length must add to it
         if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
@@ -91,7 +87,7 @@ extension DownloadRun {
             r.contentType = plan.contentType ?? r.contentType
         }
         var current = record
-        if small {
+        if plan.offset == 0, let expected = plan.expectedBodyLength, expected <= 1 << 20 {
             setPlan(&current)
         } else {
             current = try await persist(setPlan)
@@ -137,8 +133,7 @@ extension DownloadRun {
                 ticker.note(file.logicalLength)
                 try await limiter?.consume(Int(n), activity: activity)
                 let now = clock.now
-                // (An unnamed small partial records nothing: a kill keeps none of it anyway.)
-                if now - lastPersist >= config.progressPersistInterval, !file.isUnnamed {
+                if now - lastPersist >= config.progressPersistInterval {
                     lastPersist = now
                     try await file.settle()
                     let length = try file.checkpoint()   // bytes reach the file before the record claims them
@@ -155,16 +150,12 @@ extension DownloadRun {
             // back to where it began), then writes what is staged.
             try? await file.settle()   // already failing: the error that brought us here is the one reported
             try? file.flush()   // already failing: the error that brought us here is the one reported
-            // What arrived is kept under the partial's name (a pause, a retry resume from it);
-            // a path below that discards it deletes it by that name. Not when another process
-            // stopped the run: it may have deleted the download, and a name now would outlive it.
-            let named = !(error is ExternalStop) && (try? file.materialize()) != nil   // unnamed: its bytes are lost, and nothing is recorded of them
             // (A `CancellationError` nobody asked for, from the transport, is a dropped
             // connection: what arrived is recorded like any other's.)
             if Task.isCancelled || error is ExternalStop { throw error }
             // Persist what we have before reporting the failure, with the reply's validators
             // (a small file's were not written before its body): the next attempt resumes.
-            let length = named ? file.logicalLength : 0
+            let length = file.logicalLength
             await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { setPlan(&$0); $0.bytesReceived = length } }
             // Too long: kept for a resume under a larger limit, unless the body cannot be
             // resumed (content-coded, a decompression bomb): then nothing of it is any use.
@@ -175,7 +166,6 @@ extension DownloadRun {
 
         try await file.settle()
         try file.flush()
-        try file.materialize()
         let length = file.logicalLength
         context.ticker.stop(ticker)
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,

@@ -1,0 +1,53 @@
+import CourierOrigin
+import Foundation
+import Testing
+@testable import CourierCore
+
+/// Small downloads (at most 1 MiB, whose validators are recorded with their completion
+/// rather than before the body): a pause after the first progress write resumes with a
+/// range; a cancel by another process while the bytes flow leaves no file.
+@Suite struct SmallDownloadTests {
+    /// A small download paused after its first progress write (a slow link) resumes where it
+    /// stopped: that write records the reply's validators with the bytes, named by then.
+    @Test func aSlowSmallDownloadPausedAfterItsFirstProgressWriteResumesWithARange() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("s.bin", size: 600_000)
+            var fault = Fault(); fault.bytesPerSecond = 150_000
+            fx.origin.setFault(fault, for: "/s.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            #expect(try await eventually { (try await d.record(id: "s")?.bytesReceived ?? 0) > 0 })
+            try await d.pause(id: "s")
+            let kept = fx.partialLength("s.bin")
+            let paused = try await d.record(id: "s")
+            #expect(kept > 0 && kept < 600_000 && paused?.bytesReceived == kept)
+            fx.origin.setFault(nil, for: "/s.bin")
+            try await d.resume(id: "s")
+            _ = try await d.waitForCompletion(id: "s")
+            #expect(fx.finalData("s.bin") == data)
+            #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
+            await d.shutdown()
+        }
+    }
+
+    /// Another process cancels a small download while its bytes flow: its cancel deletes the
+    /// partial, so the run's rename fails, neither a partial nor a final file is left, and the
+    /// run ends cancelled (it ended failed, E_FNF_WRITE, before the finish asked why).
+    @Test func aSmallDownloadCancelledByAnotherProcessLeavesNoFile() async throws {
+        try await withFixture { fx in
+            try fx.serve("c.bin", size: 600_000)
+            var fault = Fault(); fault.bytesPerSecond = 400_000
+            fx.origin.setFault(fault, for: "/c.bin")
+            let running = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
+            let other = try fx.downloader()
+            let ended = Task { () -> DownloadEnd? in for await e in running.events(for: "c") { if let end = e.end { return end } }; return nil }
+            try await running.enqueue(DownloadRequest(id: "c", url: fx.url("c.bin"), destination: "c.bin"))
+            #expect(try await eventually { await running.runningIDs == ["c"] })
+            try await Task.sleep(for: .milliseconds(300))
+            try await other.cancel(id: "c")
+            #expect(await ended.value == .cancelled)   // not a failure to rename: stopped by the other process
+            #expect(!fx.exists("c.bin") && !fx.exists("c.bin.partial"))
+            await running.shutdown(); await other.shutdown()
+        }
+    }
+}
