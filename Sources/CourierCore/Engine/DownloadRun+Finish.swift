@@ -34,12 +34,6 @@ extension DownloadRun {
         do {
             guard let done = try await markCompleted(length: length, validators: record, moving: (partialURL, finalURL)) else { throw ExternalStop() }
             return .finished(done)
-        } catch let error as CourierError where error.code == .fileWrite && !Task.isCancelled {
-            // The partial vanished under the rename: another process's cancel deletes it.
-            // When the download is no longer this run's, the run was stopped, not failed.
-            let stored = try await db.record(id: id)
-            if stored.map({ $0.state != .downloading || context.owner.isBlocked(by: $0) }) ?? true { throw ExternalStop() }
-            throw error
         } catch let error as CourierError where error.code == .completionHook {
             // The whole partial stays, with what ties it to the server's file, so resuming
             // asks only whether it is whole (a 416) and finishes it.

@@ -187,7 +187,10 @@ struct DownloadRun: Sendable {
     // MARK: Ending badly
 
     /// Records a failure; the partial stays (integrity failures discard it in `finish`).
+    /// A partial found missing because another process deleted it with the download is a
+    /// stop, not a failure.
     func fail(with error: CourierError) async -> RunOutcome {
+        if error.code == .fileWrite, !Task.isCancelled, await partialWasTakenAway(error) { return .stoppedExternally }
         let kept = await keptBytes()
         await context.bestEffort("recording the failure", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.fail(error, keeping: kept) } }
         // The library's own account (a TLS library's, say) only in the log, never in the message.
@@ -234,4 +237,16 @@ struct DownloadRun: Sendable {
         if unlink(url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", url) }
     }
 
+    /// After `error`, a partial file found missing: whether another process deleted it with
+    /// the download (its cancel deletes the partial first, then the record; a take-over
+    /// leases the record): then the run was stopped, not failed. Unreadable: no (the file
+    /// error stands). (A cancel whose record deletion has not landed yet reads as still
+    /// this run's: that narrow window still ends failed.)
+    func partialWasTakenAway(_ error: CourierError) async -> Bool {
+        let stored = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) }
+        guard let stored else { return false }
+        let taken = stored.map { $0.state != .downloading || context.owner.isBlocked(by: $0) } ?? true
+        if taken { context.logger.info("the partial went with the download (\(error)): stopped", metadata: ["id": "\(id)"]) }
+        return taken
+    }
 }

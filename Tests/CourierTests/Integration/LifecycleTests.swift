@@ -68,7 +68,7 @@ import CourierOrigin
     @Test func aCancelThatArrivesAsTheRunCompletesStillRemovesTheRecord() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 100_000)
-            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(10) }
+            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(10); $0.leaseDuration = .seconds(60) }
             let stream = d.events()
             let events = Task { var ends: [DownloadEnd] = []; for await e in stream { if let end = e.end { ends.append(end) } }; return ends }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
@@ -89,11 +89,12 @@ import CourierOrigin
     @Test(arguments: ["pause", "shutdown"]) func aPauseOrShutdownThatArrivesAsTheRunCompletesEndsCompleted(_ stop: String) async throws {
         try await withFixture { fx in
             try fx.serve("f.bin", size: 100_000)
-            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(10) }
+            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(10); $0.leaseDuration = .seconds(60) }
             let stream = d.events(for: "x")
             let events = Task { var ends: [DownloadEnd] = []; for await e in stream { if let end = e.end { ends.append(end) } }; return ends }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { try await d.record(id: "x")?.state == .completed })
+            #expect(await d.runningIDs == ["x"])   // held in the window (the heartbeat, every 20 s here, would end it)
             if stop == "pause" { try await d.pause(id: "x") } else { await d.shutdown() }
             let ends = await events.value
             if case .completed = ends.first, ends.count == 1 {} else { Issue.record("\(stop): the run ended \(ends), not completed") }

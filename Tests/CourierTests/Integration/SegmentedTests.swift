@@ -186,4 +186,25 @@ import CourierOrigin
             #expect(gets(fx, "/big.bin").compactMap(\.range).count >= 3, "\(gets(fx, "/big.bin").compactMap(\.range))")
         }
     }
+
+    /// Another process cancels a segmented download while its ranges run: its cancel
+    /// deletes the partial, the run's next save of the ranges finds it gone, and the run ends
+    /// cancelled with no file left (it ended failed, E_FNF_WRITE, before it asked why).
+    @Test func aSegmentedDownloadCancelledByAnotherProcessEndsCancelled() async throws {
+        try await withFixture { fx in
+            try fx.serve("big.bin", size: 3_000_000)
+            var fault = Fault(); fault.bytesPerSecond = 500_000
+            fx.origin.setFault(fault, for: "/big.bin")
+            let running = try segmentedDownloader(fx, idleTimeout: .seconds(60))
+            let other = try fx.downloader()
+            let ended = Task { () -> DownloadEnd? in for await e in running.events(for: "big") { if let end = e.end { return end } }; return nil }
+            try await running.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
+            #expect(try await eventually { try await running.database.segments(id: "big").count >= 2 })
+            try await other.cancel(id: "big")
+            let end = await ended.value
+            #expect(end == .cancelled, "ended \(String(describing: end))")
+            #expect(!fx.exists("big.bin") && !fx.exists("big.bin.partial"))
+            await running.shutdown(); await other.shutdown()
+        }
+    }
 }
