@@ -90,14 +90,12 @@ extension Downloader {
         let runTask = Task { await run.run() }
         let supervisor = Task {
             let outcome = await runTask.value
-            return await self.runEnded(id, outcome)
+            await self.runEnded(id, outcome)
         }
         running[id] = Running(run: runTask, supervisor: supervisor)
     }
 
-    /// Records and announces how a run ended; returns that end (`nil`: handed off).
-    @discardableResult
-    func runEnded(_ id: String, _ outcome: RunOutcome) async -> DownloadEnd? {
+    func runEnded(_ id: String, _ outcome: RunOutcome) async {
         running[id] = nil
         adopted[id] = nil
         let intent = intents.removeValue(forKey: id)
@@ -133,7 +131,7 @@ extension Downloader {
                 // Not an end: the download goes on in the system's hands, and its stream
                 // ends when the hand-off's result has been adopted and run. (Unrecorded:
                 // it pauses instead.)
-                if case .some(.some) = await context.bestEffort("recording the hand-off", id: id, { try await recordHandOff(id) }) { return nil }
+                if case .some(.some) = await context.bestEffort("recording the hand-off", id: id, { try await recordHandOff(id) }) { return }
                 fallthrough
             case .pause:
                 await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: length) } }
@@ -152,6 +150,5 @@ extension Downloader {
             end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
         }
         context.hub.publish(.ended(id: id, end))
-        return end
     }
 }

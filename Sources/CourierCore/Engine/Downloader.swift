@@ -38,8 +38,7 @@ public actor Downloader {
     var waiting: [(id: String, entry: Adopted)] = []
     /// A running download: the cancellable run, and the supervisor that records how it
     /// ended. The supervisor is never cancelled, so its database writes always happen.
-    /// The supervisor's value is the end it announced (`nil`: handed off to the system).
-    struct Running { var run: Task<RunOutcome, Never>; var supervisor: Task<DownloadEnd?, Never> }
+    struct Running { var run: Task<RunOutcome, Never>; var supervisor: Task<Void, Never> }
     var running: [String: Running] = [:]
     var intents: [String: Intent] = [:]
     /// Full URLs (with query secrets) given to this process; the records store them redacted.
@@ -154,7 +153,7 @@ public actor Downloader {
         // A stop under way (a pause recorded, its run not yet gone): resumed once it has
         // ended, not dropped as "already running".
         if let current = running[id], intents[id] != nil {
-            _ = await current.supervisor.value
+            await current.supervisor.value
         }
         let record = try await storedRecord(id)
         if let url {
@@ -223,29 +222,27 @@ public actor Downloader {
         if !stoppedRun { context.hub.publish(.ended(id: id, .cancelled)) }
     }
 
-    /// Whether download `id` ran here and its run, stopped, ended cancelled. A run past its
-    /// point of no return (the file in place, the record completed) or that failed first
-    /// ends as it would have: the cancel then goes on as for any ended download.
+    /// Whether download `id` ran here and its run, stopped, ended cancelled (its record
+    /// gone). A run past its point of no return (the file in place, the record being
+    /// completed) ends as it would have: the cancel then goes on as for any ended download.
     private func stoppedRunCancelled(_ id: String) async -> Bool {
-        let stop = await stop(id, .cancel)
-        return stop.stopped && stop.end == .cancelled
+        guard await stopRunning(id, .cancel) else { return false }
+        // Unreadable: the run's own end stands (it was announced).
+        let left = await context.bestEffort("reading the record", id: id) { try await context.database.record(id: id) }
+        return left.map { $0 == nil } ?? true
     }
 
     /// Stops download `id` if it runs here, with `intent`, and returns once its end is
     /// recorded and announced; false when it does not run here. Either way it is no longer
     /// waiting its turn.
     func stopRunning(_ id: String, _ intent: Intent) async -> Bool {
-        await stop(id, intent).stopped
-    }
-
-    /// ``stopRunning(_:_:)``, with the end the run announced (`nil`: none, handed off).
-    func stop(_ id: String, _ intent: Intent) async -> (stopped: Bool, end: DownloadEnd?) {
         adopted[id] = nil
-        guard let task = running[id] else { return (false, nil) }
+        guard let task = running[id] else { return false }
         // A stop already asked for is never downgraded: cancel over pause over hand-off.
         if intents[id].map({ $0.rank < intent.rank }) ?? true { intents[id] = intent }
         task.run.cancel()
-        return (true, await task.supervisor.value)
+        await task.supervisor.value
+        return true
     }
 
     /// The stored record, or ``CourierError/Code/notFound``.
@@ -299,7 +296,7 @@ public actor Downloader {
             intents[id] = .shutdown
             task.run.cancel()
         }
-        for task in tasks.values { _ = await task.supervisor.value }
+        for task in tasks.values { await task.supervisor.value }
         wakeIdleWaiters()
         if ownsTransport { try? await context.transport.shutdown() }   // shutting down: nothing is waiting for the client any more
         context.hub.finishAll()
