@@ -20,7 +20,7 @@ public enum MediaValidation {
         if isPage(head: head) {
             return CourierError(.notMedia, "the server answered a web page, not media (\(size) bytes)")
         }
-        if let first = text(head).first, first == "{" || first == "[" {
+        if let first = text(head).first, first == "{" || first == "[", isText(head) {
             return CourierError(.notMedia, "the server answered JSON, not media (\(size) bytes)")
         }
         if let announced, announced > 0, announced != size {
@@ -36,6 +36,18 @@ public enum MediaValidation {
     static func text(_ head: Data) -> String {
         String(decoding: head.prefix(64), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines.union(CharacterSet(charactersIn: "\u{FEFF}"))).lowercased()
+    }
+
+    /// Whether `head` reads as text: UTF-8 (a character cut at its end allowed) without
+    /// control bytes but whitespace. A JSON reply is text; binary media whose first byte
+    /// happens to be `{` is not (512 random bytes pass this fewer than once in 10^26).
+    static func isText(_ head: Data) -> Bool {
+        let bytes = head.prefix(512)
+        let whitespace: Set<UInt8> = [0x09, 0x0A, 0x0C, 0x0D]
+        if bytes.contains(where: { ($0 < 0x20 && !whitespace.contains($0)) || $0 == 0x7F }) { return false }
+        // A multi-byte character cut by the read: up to 3 trailing bytes of it are dropped.
+        for cut in 0...min(3, bytes.count) where String(data: bytes.dropLast(cut), encoding: .utf8) != nil { return true }
+        return false
     }
 
     /// Whether a file starting with `head` is a web page (HTML or XML): never media, and

@@ -159,6 +159,20 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
         #expect((problem?.code.rawValue ?? "-") == expected)
     }
 
+    /// Binary media whose first byte happens to be `{` or `[` is media, not JSON: JSON is
+    /// text (found by scripts/power-loss seed 620767354, whose random film began `7b 57 f2`).
+    @Test func binaryMediaStartingWithABraceIsNotJSON() {
+        var random = SystemRandomNumberGenerator()
+        for first: UInt8 in [0x7B, 0x5B] {
+            var head = Data([first, 0x57, 0xF2, 0x5E, 0x49, 0x21, 0xCC, 0x6F])
+            head += Data((0..<504).map { _ in UInt8.random(in: 0...255, using: &random) })
+            #expect(MediaValidation.problem(head: head, size: 5 << 20, announced: nil, minimumSize: 16 << 10) == nil)
+        }
+        // Text stays JSON: with a byte-order mark, and cut inside a multi-byte character.
+        let cut = Data("\u{FEFF}  [{\"name\":\"é\"}, ".utf8) + Data(String(repeating: "\"ü\",", count: 100).utf8).prefix(402)
+        #expect(MediaValidation.problem(head: cut, size: 50_000, announced: nil, minimumSize: 16 << 10)?.code.rawValue == "E_NOT_MEDIA")
+    }
+
     @Test func seriesWithTwoSeasonsBuildsTheSeedsTree() async throws {
         let w = try await MediaWorld()
         defer { Task { await w.close() } }
