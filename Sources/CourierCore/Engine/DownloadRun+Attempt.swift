@@ -191,8 +191,7 @@ extension DownloadRun {
         // Whole: the completed write below records the length; no progress write before it.
         current.bytesReceived = length
         if plan.totalBytes == nil { current.totalBytes = length }
-        // fsync blocks: on NIO's thread pool, not on one of the few cooperative threads.
-        try await file.syncAndClose()
-        return try await finish(record: current, length: length, hasher: hasher)
+        // The partial's fsync goes with the rename, in one job on the blocking pool.
+        return try await finish(record: current, length: length, hasher: hasher, unsynced: file)
     }
 }

@@ -5,7 +5,9 @@ import Foundation
 extension DownloadRun {
     // MARK: Finishing
 
-    func finish(record: DownloadRecord, length: Int64, hasher: SHA256?) async throws -> AttemptOutcome {
+    /// `unsynced`: the partial, still open and not yet synced (a one-connection body); its
+    /// fsync comes before the rename.
+    func finish(record: DownloadRecord, length: Int64, hasher: SHA256?, unsynced: PartialFile? = nil) async throws -> AttemptOutcome {
         // The body is whole: from here the disk takes what it takes (a checksum, fsync,
         // rename), so the idle watchdog stops; had it fired first, nothing is put in place
         // (the watchdog's own timeout, whichever of the two the attempt hears first).
@@ -32,7 +34,7 @@ extension DownloadRun {
             }
         }
         do {
-            guard let done = try await markCompleted(length: length, validators: record, moving: (partialURL, finalURL)) else { throw ExternalStop() }
+            guard let done = try await markCompleted(length: length, validators: record, moving: (partialURL, finalURL), syncing: unsynced) else { throw ExternalStop() }
             return .finished(done)
         } catch let error as CourierError where error.code == .completionHook {
             // The whole partial stays, with what ties it to the server's file, so resuming
@@ -62,18 +64,29 @@ extension DownloadRun {
     /// this id, the hook runs inside that write and the rename is its last step, so the
     /// record, the app's row and the file in place change together; a hook that throws fails
     /// it with ``CourierError/Code/completionHook`` and nothing of it happens.
-    func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil) async throws -> DownloadRecord? {
+    func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
+                       syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         guard let hook = context.completionHooks.hook(for: id) else {
             if let moving {
                 let partial = moving.partial, final = moving.final
-                try await Blocking.run { try PartialFile.finalize(partial: partial, to: final) }
+                // The partial's fsync, the rename and the folder's fsync: one trip to the
+                // blocking pool, in that order (two trips cost a hand-off each way per file).
+                let fd = try unsynced?.handOver()
+                try await Blocking.run {
+                    if let fd { try PartialFile.syncAndClose(fd, partial) }
+                    try PartialFile.finalize(partial: partial, to: final)
+                }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
+            } else {
+                try await unsynced?.syncAndClose()
             }
             let done = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, complete)
             if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
             return done
         }
+        // With the app's hook, the bytes are synced before its transaction begins.
+        try await unsynced?.syncAndClose()
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {
             let partial = moving.partial, final = moving.final

@@ -111,6 +111,9 @@ struct DownloadRun: Sendable {
             case .attempt:
                 keptBefore = PartialFile.length(at: partialURL)
                 let outcome = try await attempt(record: record, url: url, partialURL: partialURL, finalURL: finalURL)
+                // Finished: the completed record came back with it and the file is in place;
+                // nothing below is needed (a read and a stat saved for every file).
+                if case let .finished(done) = outcome { return .completed(done) }
                 // A denied range got a fresh URL: the next attempts ask it (it was recorded,
                 // redacted), and it is fresh enough to resume with.
                 if let fresh = await rangeRefresh.take() {

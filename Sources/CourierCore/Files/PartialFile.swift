@@ -294,14 +294,26 @@ public final class PartialFile {
         }
     }
 
-    /// Flushes, forces the bytes to stable storage on NIO's thread pool (fsync blocks; the
+    /// Flushes, forces the bytes to stable storage on the blocking pool (fsync blocks; the
     /// cooperative threads are few), and closes.
     public func syncAndClose() async throws {
+        let fd = try handOver(), url = self.url
+        try await Blocking.run { try Self.syncAndClose(fd, url) }
+    }
+
+    /// Flushes and gives the descriptor up to the caller, who syncs and closes it with
+    /// ``syncAndClose(_:_:)`` (in one blocking job with what follows, say the rename).
+    func handOver() throws -> Int32 {
+        precondition(inFlight == nil, "settle() before handing the descriptor over")
         try flush()
-        let fd = self.fd
-        let url = self.url
-        try await Blocking.run { if Durability.sync(fd) != 0 { throw Self.error(errno, "fsync", url) } }
-        try close()
+        defer { fd = -1; direct = nil }
+        return fd
+    }
+
+    /// Forces a handed-over descriptor's bytes to stable storage and closes it. Blocks.
+    static func syncAndClose(_ fd: Int32, _ url: URL) throws {
+        defer { _ = closeDescriptor(fd) }
+        if Durability.sync(fd) != 0 { throw error(errno, "fsync", url) }
     }
 
     /// Flushes and closes. Safe to call twice.
