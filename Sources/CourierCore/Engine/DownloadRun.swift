@@ -81,7 +81,7 @@ struct DownloadRun: Sendable {
         // Killed between the rename and the record update: the final file is whole. (Not
         // while revalidating without a checksum: the file in place may still be the old
         // version, of the same size; asking again is the safe way to tell.)
-        if PartialFile.length(at: partialURL) == 0, let total = record.totalBytes, total > 0,
+        if let total = record.totalBytes, total > 0, PartialFile.length(at: partialURL) == 0,
            record.heldBytes == nil || record.expectedSHA256 != nil,
            PartialFile.length(at: finalURL) == total,
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
@@ -110,7 +110,7 @@ struct DownloadRun: Sendable {
             switch action {
             case .attempt:
                 keptBefore = PartialFile.length(at: partialURL)
-                let outcome = try await attempt(record: record, url: url, partialURL: partialURL, finalURL: finalURL)
+                let outcome = try await attempt(record: record, url: url, partialURL: partialURL, partialLength: keptBefore, finalURL: finalURL)
                 // Finished: the completed record came back with it and the file is in place;
                 // nothing below is needed (a read and a stat saved for every file).
                 if case let .finished(done) = outcome { return .completed(done) }
@@ -157,8 +157,8 @@ struct DownloadRun: Sendable {
     }
 
     /// One attempt, single-connection or segmented; a passing error thrown by it is an outcome.
-    func attempt(record: DownloadRecord, url: URL, partialURL: URL, finalURL: URL) async throws -> DownloadLifecycle.Outcome {
-        let partialLength = PartialFile.length(at: partialURL)
+    /// `partialLength`: the partial's length as the attempt begins.
+    func attempt(record: DownloadRecord, url: URL, partialURL: URL, partialLength: Int64, finalURL: URL) async throws -> DownloadLifecycle.Outcome {
         // A finished file being revalidated counts only while it is still there, whole.
         let held = record.heldBytes.flatMap { bytes in
             PartialFile.length(at: finalURL) == bytes ? ResumePlan.HeldFile(etag: record.heldEtag, lastModified: record.heldLastModified) : nil

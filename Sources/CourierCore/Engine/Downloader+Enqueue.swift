@@ -106,7 +106,7 @@ extension Downloader {
         if existing.state == .handedOff { return Upsert(record: existing, disposition: .handedOff) }
         if owner.isBlocked(by: existing) { return Upsert(record: existing, disposition: .leasedElsewhere) }
         var discard: [String] = []
-        let final = root.appendingPathComponent(p.destination)
+        let final = root.appendingPathComponent(p.destination, isDirectory: false)
         // The finished file in place is this request's file: same place, same URL (secrets
         // aside, so a re-signed link is the same download), same checksum, whole.
         let sameChecks = (p.sha == nil || existing.expectedSHA256 == p.sha) && (p.request.expectedSize == nil || existing.totalBytes == p.request.expectedSize)

@@ -54,7 +54,9 @@ struct EngineContext: Sendable {
 
     /// The absolute URL of a path relative to the root directory.
     func fileURL(_ relative: String) -> URL {
-        configuration.rootDirectory.appendingPathComponent(relative)
+        // `isDirectory: false`: without it Foundation stats the path to decide (a stat for
+        // every call, several per file; these are files).
+        configuration.rootDirectory.appendingPathComponent(relative, isDirectory: false)
     }
 }
 

@@ -5,7 +5,8 @@ public enum URLPolicy {
     /// Validates a URL to fetch: absolute, http or https, with a host, no spaces or control
     /// characters. Returns it unchanged.
     public static func validate(_ text: String) throws -> URL {
-        guard text.utf8.count <= 16_384, !text.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) else {
+        // On the bytes: a scalar below 0x21 (or DEL) is the one byte of the same value in UTF-8.
+        guard text.utf8.count <= 16_384, !text.utf8.contains(where: { $0 < 0x21 || $0 == 0x7F }) else {
             throw CourierError(.invalidURL, "the URL holds spaces or control characters")
         }
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
@@ -22,7 +23,7 @@ public enum URLPolicy {
         }
         // A path whose escapes do not decode to UTF-8 (`%FF`) is not sent as written by every
         // HTTP stack (one sent `GET /` for it): refused rather than sent as another request.
-        if let components = URLComponents(string: text), components.percentEncodedPath.removingPercentEncoding == nil {
+        if text.utf8.contains(UInt8(ascii: "%")), let components = URLComponents(string: text), components.percentEncodedPath.removingPercentEncoding == nil {
             throw CourierError(.invalidURL, "\(text)'s path has escapes that are not UTF-8 text (such as %FF): it cannot be sent as written")
         }
         return url
@@ -30,17 +31,30 @@ public enum URLPolicy {
 
     /// The port the URL's authority names, when it names one (`Int.max` for digits that do
     /// not fit: Foundation reads such a port as none, which would silently mean 80 or 443).
+    /// Read on the UTF-8 bytes, as URL parsers do (every byte that shapes an authority is
+    /// ASCII); a non-digit after the port's colon, a combining mark say, is `Int.max` too.
     static func explicitPort(_ text: String) -> Int? {
-        guard let schemeEnd = text.range(of: "://") else { return nil }
-        let rest = text[schemeEnd.upperBound...]
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        let hostPort = authority.split(separator: "@", omittingEmptySubsequences: false).last ?? authority[...]
-        let afterHost = hostPort.hasPrefix("[") ? (hostPort.firstIndex(of: "]").map { hostPort[hostPort.index(after: $0)...] } ?? "") : hostPort
-        guard let colon = afterHost.lastIndex(of: ":") else { return nil }
-        let digits = afterHost[afterHost.index(after: colon)...]
-        guard !digits.isEmpty else { return nil }   // `host:` means the scheme's port (RFC 3986)
-        guard digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return Int.max }
-        return Int(digits) ?? Int.max
+        let b = Array(text.utf8)
+        var i = 0
+        while i + 2 < b.count, !(b[i] == UInt8(ascii: ":") && b[i + 1] == UInt8(ascii: "/") && b[i + 2] == UInt8(ascii: "/")) { i += 1 }
+        guard i + 2 < b.count else { return nil }
+        var start = i + 3, end = i + 3
+        while end < b.count, b[end] != UInt8(ascii: "/"), b[end] != UInt8(ascii: "?"), b[end] != UInt8(ascii: "#") { end += 1 }
+        if let at = b[start..<end].lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }   // after the user info
+        if start < end, b[start] == UInt8(ascii: "[") {   // an IPv6 literal: the port follows its `]`
+            guard let close = b[start..<end].firstIndex(of: UInt8(ascii: "]")) else { return nil }
+            start = close + 1
+        }
+        guard let colon = b[start..<end].lastIndex(of: UInt8(ascii: ":")), colon + 1 < end else { return nil }   // `host:` means the scheme's port (RFC 3986)
+        var port = 0
+        for digit in b[(colon + 1)..<end] {
+            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return Int.max }
+            let (tens, over) = port.multipliedReportingOverflow(by: 10)
+            let (sum, over2) = tens.addingReportingOverflow(Int(digit - UInt8(ascii: "0")))
+            if over || over2 { return Int.max }
+            port = sum
+        }
+        return port
     }
 
     /// Resolves a redirect's `Location` against the URL that answered it, and checks it:

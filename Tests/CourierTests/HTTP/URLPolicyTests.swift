@@ -29,6 +29,17 @@ import Testing
         _ = try URLPolicy.validate(text)
     }
 
+    /// The authority's port, read on the bytes (the rule `refused` and `accepted` rely on).
+    @Test(arguments: [
+        ("http://example.com:080/x", 80), ("http://example.com:/x", nil), ("http://example.com/x:81", nil),
+        ("http://u:p@example.com:81#x:82", 81), ("http://[::1]/", nil), ("http://[::1]:8443?x", 8443), ("http://[::1:80/", nil),
+        ("example.com:81", nil), ("http://example.com:99999999999999999999/", Int.max), ("http://example.com:8\u{301}0/", Int.max),
+        ("http://exämple.com:8080/", 8080), ("http://example.com:-1/", Int.max), ("http://", nil), ("http://:5", 5),
+    ] as [(String, Int?)])
+    func explicitPort(_ text: String, _ port: Int?) {
+        #expect(URLPolicy.explicitPort(text) == port, "\(text)")
+    }
+
     private func catchCode(_ body: () throws -> URL) -> String {
         do { _ = try body(); return "accepted" } catch let e as CourierError { return e.code.rawValue } catch { return "\(error)" }
     }
