@@ -40,7 +40,9 @@ public enum MediaValidation {
 
     /// Whether `head` reads as text: UTF-8 (a character cut at its end allowed) without
     /// control bytes but whitespace. A JSON reply is text; binary media whose first byte
-    /// happens to be `{` is not (512 random bytes pass this fewer than once in 10^26).
+    /// happens to be `{` is not (512 random bytes pass this fewer than once in 10^26). A
+    /// JSON page in another encoding (Latin-1, UTF-16) passes as media: no server here
+    /// answers so, and the size and checksum checks still stand.
     static func isText(_ head: Data) -> Bool {
         let bytes = head.prefix(512)
         let whitespace: Set<UInt8> = [0x09, 0x0A, 0x0C, 0x0D]

@@ -191,7 +191,8 @@ extension DownloadRun {
         // Whole: the completed write below records the length; no progress write before it.
         current.bytesReceived = length
         if plan.totalBytes == nil { current.totalBytes = length }
-        // The partial's fsync goes with the rename, in one job on the blocking pool.
+        // Synced when it is put in place (with the rename in one blocking job, or before
+        // the app's completion hook's transaction).
         return try await finish(record: current, length: length, hasher: hasher, unsynced: file)
     }
 }

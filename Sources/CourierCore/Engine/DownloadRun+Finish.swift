@@ -5,8 +5,9 @@ import Foundation
 extension DownloadRun {
     // MARK: Finishing
 
-    /// `unsynced`: the partial, still open and not yet synced (a one-connection body); its
-    /// fsync comes before the rename.
+    /// `unsynced`: the partial, still open and not yet synced (a one-connection body). The
+    /// partial is synced before it is renamed into place, whichever way it came (see
+    /// ``markCompleted(length:validators:moving:syncing:)``).
     func finish(record: DownloadRecord, length: Int64, hasher: SHA256?, unsynced: PartialFile? = nil) async throws -> AttemptOutcome {
         // The body is whole: from here the disk takes what it takes (a checksum, fsync,
         // rename), so the idle watchdog stops; had it fired first, nothing is put in place
@@ -72,9 +73,11 @@ extension DownloadRun {
                 let partial = moving.partial, final = moving.final
                 // The partial's fsync, the rename and the folder's fsync: one trip to the
                 // blocking pool, in that order (two trips cost a hand-off each way per file).
+                // A partial not open here (whole from an earlier attempt or process, a 416
+                // or a hand-off's) is synced by its path: its writer may have died before.
                 let fd = try unsynced?.handOver()
                 try await Blocking.run {
-                    if let fd { try PartialFile.syncAndClose(fd, partial) }
+                    if let fd { try PartialFile.syncAndClose(fd, partial) } else { try PartialFile.sync(at: partial) }
                     try PartialFile.finalize(partial: partial, to: final)
                 }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
@@ -86,7 +89,11 @@ extension DownloadRun {
             return done
         }
         // With the app's hook, the bytes are synced before its transaction begins.
-        try await unsynced?.syncAndClose()
+        if let unsynced {
+            try await unsynced.syncAndClose()
+        } else if let partial = moving?.partial {
+            try await Blocking.run { try PartialFile.sync(at: partial) }
+        }
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {
             let partial = moving.partial, final = moving.final

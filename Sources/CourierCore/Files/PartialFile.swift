@@ -6,7 +6,7 @@ import Foundation
 /// network buffer was measured ~20 % slower than curl (design.md). Beyond design.md: where
 /// the file system allows `O_DIRECT`, whole aligned blocks skip the page cache (the copy into
 /// it was most of a download's CPU in profiles), and with ``appendPipelined(_:)`` a full
-/// buffer is written on NIO's thread pool while a second one fills (BENCHMARKS.md). Unaligned
+/// buffer is written on the blocking pool while a second one fills (BENCHMARKS.md). Unaligned
 /// heads and tails go through the page cache, with early write-back (`WriteBehind`).
 /// The file is opened with `O_NOFOLLOW`, so a symlink planted at its path is refused.
 /// Not thread-safe: one download task owns it (a background write owns only its buffer).
@@ -140,7 +140,7 @@ public final class PartialFile {
         inFlight != nil && staged + count >= staging.count
     }
 
-    /// Appends bytes; a full buffer is written in the background (on NIO's thread pool,
+    /// Appends bytes; a full buffer is written in the background (on the blocking pool,
     /// straight to the disk with direct I/O) while the next one fills, so the network and
     /// the disk work at once. Call ``settle()`` before anything that needs the bytes in the
     /// file (a checkpoint, the final flush) and on every way out.
@@ -297,6 +297,7 @@ public final class PartialFile {
     /// Flushes, forces the bytes to stable storage on the blocking pool (fsync blocks; the
     /// cooperative threads are few), and closes.
     public func syncAndClose() async throws {
+        try await settle()
         let fd = try handOver(), url = self.url
         try await Blocking.run { try Self.syncAndClose(fd, url) }
     }
@@ -314,6 +315,15 @@ public final class PartialFile {
     static func syncAndClose(_ fd: Int32, _ url: URL) throws {
         defer { _ = closeDescriptor(fd) }
         if Durability.sync(fd) != 0 { throw error(errno, "fsync", url) }
+    }
+
+    /// Forces the bytes of a closed partial to stable storage: one an earlier attempt or
+    /// process wrote and may not have synced (killed after its body, before its fsync; the
+    /// page cache keeps the bytes). Blocks.
+    static func sync(at url: URL) throws {
+        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw error(errno, "open (to sync)", url) }
+        try syncAndClose(fd, url)
     }
 
     /// Flushes and closes. Safe to call twice.

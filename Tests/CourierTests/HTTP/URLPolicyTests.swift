@@ -35,6 +35,8 @@ import Testing
         ("http://u:p@example.com:81#x:82", 81), ("http://[::1]/", nil), ("http://[::1]:8443?x", 8443), ("http://[::1:80/", nil),
         ("example.com:81", nil), ("http://example.com:99999999999999999999/", Int.max), ("http://example.com:8\u{301}0/", Int.max),
         ("http://exämple.com:8080/", 8080), ("http://example.com:-1/", Int.max), ("http://", nil), ("http://:5", 5),
+        // Where reading Characters differed: a combining mark after a colon, or before the path's.
+        ("http://example.com:\u{301}80/", Int.max), ("http://h/\u{301}:99999", nil),
     ] as [(String, Int?)])
     func explicitPort(_ text: String, _ port: Int?) {
         #expect(URLPolicy.explicitPort(text) == port, "\(text)")
