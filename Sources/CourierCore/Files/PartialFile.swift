@@ -311,21 +311,6 @@ public final class PartialFile {
         return fd
     }
 
-    /// Forces a handed-over descriptor's bytes to stable storage and closes it. Blocks.
-    static func syncAndClose(_ fd: Int32, _ url: URL) throws {
-        defer { _ = closeDescriptor(fd) }
-        if Durability.sync(fd) != 0 { throw error(errno, "fsync", url) }
-    }
-
-    /// Forces the bytes of a closed partial to stable storage: one an earlier attempt or
-    /// process wrote and may not have synced (killed after its body, before its fsync; the
-    /// page cache keeps the bytes). Blocks.
-    static func sync(at url: URL) throws {
-        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw error(errno, "open (to sync)", url) }
-        try syncAndClose(fd, url)
-    }
-
     /// Flushes and closes. Safe to call twice.
     public func close() throws {
         guard fd >= 0, inFlight == nil else { return }
