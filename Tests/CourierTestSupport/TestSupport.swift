@@ -29,10 +29,13 @@ public func temporaryFolder(_ prefix: String) -> URL {
     return url
 }
 
-/// A loopback port nothing listens on (bound, then closed).
+/// A loopback port nothing listens on (bound, never listening).
 public func closedLoopbackPort() -> Int {
+    // The socket stays bound, never listening, for the rest of the test process: a connection
+    // to the port is refused, and no server of a test running alongside can take the port
+    // (closed at once, it was free for the next bind: a download meant to meet a dead server
+    // reached another test's, under a full parallel run).
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
     var addr = sockaddr_in()
     addr.sin_family = sa_family_t(AF_INET)
     addr.sin_addr.s_addr = inet_addr("127.0.0.1")
