@@ -15,8 +15,6 @@ struct DownloadRun: Sendable {
     var partialIsWhole = false
     /// The fresh URLs denied ranges were given in this run (``RangeRefresh``): its later attempts ask the latest.
     let rangeRefresh = RangeRefresh()
-    /// The run's task, for the lease keeper to stop it when its lease is lost.
-    let handle = RunHandle()
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -25,31 +23,42 @@ struct DownloadRun: Sendable {
 
     func run() async -> RunOutcome {
         do {
-            return try await loop()
+            return try await withLeaseHeartbeat { try await loop() }
         } catch is CancellationError {
-            return await stopped()
+            return .interrupted
         } catch is LeasedElsewhere {
             return .leasedElsewhere
         } catch is ExternalStop {
             return .stoppedExternally
         } catch let error as CourierError {
-            if Task.isCancelled { return await stopped() }
+            if Task.isCancelled { return .interrupted }
             if case .pause = DownloadLifecycle.ending(for: error) { return await pause(with: error) }
             return await fail(with: error)
         } catch {
-            if Task.isCancelled { return await stopped() }
+            if Task.isCancelled { return .interrupted }
             return await fail(with: CourierError(.unexpected, "unexpected error: \(error)", underlying: error))
         }
     }
 
-    /// A cancelled run's end: the lease keeper's stop (the lease lost: another process
-    /// changed or took the record; or its renewal failed), else the downloader's (pause,
-    /// cancel, shutdown, hand-off), which it then records.
-    func stopped() async -> RunOutcome {
-        switch handle.stopReason {
-        case .leaseLost: return .stoppedExternally
-        case let .leaseUnrenewable(error): return await fail(with: error)
-        case nil: return .interrupted
+    /// Runs `body` while a heartbeat renews the lease; a lost lease (another process took
+    /// it over, or the record left `downloading`) stops the body.
+    func withLeaseHeartbeat(_ body: @escaping @Sendable () async throws -> RunOutcome) async throws -> RunOutcome {
+        try await withThrowingTaskGroup(of: RunOutcome?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                let owner = context.owner
+                while true {
+                    try await Task.sleep(for: config.leaseDuration / 3)
+                    let expiry = context.leaseExpiry()
+                    let renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
+                    if renewed == nil { throw ExternalStop() }
+                }
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+            }
+            throw CancellationError()
         }
     }
 
@@ -64,8 +73,6 @@ struct DownloadRun: Sendable {
             if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
             throw ExternalStop()
         }
-        let lease = context.leases.keep(id, for: handle)
-        defer { context.leases.release(lease) }
         context.hub.publish(.stateChanged(id: id, state: .downloading, error: nil))
 
         let partialURL = context.fileURL(record.partialPath)

@@ -88,7 +88,6 @@ extension Downloader {
                               limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0) },
                               partialIsWhole: wholePartials.remove(id) != nil)
         let runTask = Task { await run.run() }
-        run.handle.attach(runTask)
         let supervisor = Task {
             let outcome = await runTask.value
             await self.runEnded(id, outcome)

@@ -85,11 +85,10 @@ public actor Downloader {
                  urlRefresher: (any URLRefreshing)?, requestAuthorizer: (any RequestAuthorizing)?, logger: Logger) {
         self.ownsTransport = owningTransport
         let hub = EventHub()
-        let owner = LeaseOwner.make()
         self.context = EngineContext(configuration: configuration, database: database, transport: transport,
                                      refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: hub,
                                      ticker: ProgressTicker(hub: hub, interval: configuration.progressEventInterval),
-                                     owner: owner, leases: LeaseKeeper(database: database, owner: owner, duration: configuration.leaseDuration))
+                                     owner: LeaseOwner.make())
     }
 
     /// The transport every request of this downloader goes through; the feature targets

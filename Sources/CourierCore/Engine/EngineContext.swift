@@ -20,8 +20,6 @@ struct EngineContext: Sendable {
     let ticker: ProgressTicker
     /// This downloader's lease owner id.
     let owner: LeaseOwner
-    /// Renews the leases of the runs (one task for all runs).
-    let leases: LeaseKeeper
 
     /// The URL refresher for download `id`: its route's, else (not a feature's id) the
     /// downloader's own.

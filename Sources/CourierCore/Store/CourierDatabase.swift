@@ -284,25 +284,6 @@ extension CourierDatabase {
         }
     }
 
-    /// Renews `owner`'s leases on `ids` in one transaction, each while its record is
-    /// `downloading` under a lease no other live owner holds; returns the ids renewed. A
-    /// record whose lease was released (its run ended) is not taken back.
-    public func renewLeases(ids: Set<String>, owner: LeaseOwner, until expiry: Date) async throws -> Set<String> {
-        try await write { db in
-            var renewed = Set<String>()
-            let now = Date()
-            for id in ids {
-                guard var record = try DownloadRecord.fetch(db, id: id), record.state == .downloading,
-                      record.leaseOwner != nil, !owner.isBlocked(by: record, now: now) else { continue }
-                record.renewLease(by: owner, until: expiry)
-                record.updatedAt = now
-                try record.updateRow(db)
-                renewed.insert(id)
-            }
-            return renewed
-        }
-    }
-
     /// Applies a change to a record only while it is still in one of `expected` states, so
     /// a pause or cancel made by another process is never overwritten. Returns the updated
     /// record, or `nil` when the record is gone or in another state.

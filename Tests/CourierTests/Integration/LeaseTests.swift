@@ -118,53 +118,6 @@ import CourierOrigin
             await d.shutdown()
         }
     }
-
-    /// One transaction renews every lease the keeper holds, and only those still this
-    /// owner's to renew: not a record that left `downloading`, not one another live owner
-    /// took, not one whose lease its run released as it ended.
-    @Test func renewingLeasesTakesNothingBack() async throws {
-        try await withFixture { fx in
-            let db = try fx.database()
-            let me = LeaseOwner.make()
-            let cases: [(String, DownloadState, String?, TimeInterval)] = [
-                ("mine", .downloading, me.id, 5),
-                ("expiredMine", .downloading, me.id, -5),            // expired, nobody took it: still this run's
-                ("released", .downloading, nil, 0),                  // the run ended and let go
-                ("paused", .paused, me.id, 5),                       // paused by another process
-                ("taken", .downloading, "otherhost:9:dddd", 600),    // taken over
-            ]
-            for (id, state, owner, offset) in cases {
-                var r = DownloadRecord(id: id, remoteUrl: "http://127.0.0.1:1/\(id)", localFinalPath: id, partialPath: "\(id).partial")
-                r.state = state
-                r.leaseOwner = owner
-                r.leaseExpiresAt = owner == nil ? nil : Date().addingTimeInterval(offset)
-                try await db.save(r)
-            }
-            let until = Date().addingTimeInterval(60)
-            let renewed = try await db.renewLeases(ids: Set(cases.map(\.0) + ["gone"]), owner: me, until: until)
-            #expect(renewed == ["mine", "expiredMine"])
-            for id in ["mine", "expiredMine"] {
-                let r = try #require(try await db.record(id: id))
-                #expect(r.leaseOwner == me.id && abs(r.leaseExpiresAt!.timeIntervalSince(until)) < 0.01)
-            }
-            #expect(try await db.record(id: "released")?.leaseOwner == nil)
-            #expect(try await db.record(id: "taken")?.leaseOwner == "otherhost:9:dddd")
-        }
-    }
-
-    /// The keeper may stop a run before its downloader has its task: the stop waits for it.
-    @Test func aRunStoppedBeforeItsTaskIsKnownIsCancelledWhenItIs() async {
-        let handle = RunHandle()
-        handle.stop(.leaseLost)
-        handle.stop(.leaseUnrenewable(CourierError(.database, "later")))   // the first reason stands
-        let task = Task<RunOutcome, Never> {
-            try? await Task.sleep(for: .seconds(30))   // cancelled by attach, at once
-            return Task.isCancelled ? .interrupted : .leasedElsewhere
-        }
-        handle.attach(task)
-        if case .interrupted = await task.value {} else { Issue.record("the task was not cancelled") }
-        if case .leaseLost = handle.stopReason {} else { Issue.record("the first reason did not stand") }
-    }
 }
 
 private func fault(_ change: (inout Fault) -> Void) -> Fault {
