@@ -68,32 +68,24 @@ extension DownloadRun {
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
+        let syncPartial = try moving.map { try Self.syncStep(for: $0.partial, unsynced) }
         guard let hook = context.completionHooks.hook(for: id) else {
-            if let moving {
+            if let moving, let syncPartial {
                 let partial = moving.partial, final = moving.final
                 // The partial's fsync, the rename and the folder's fsync: one trip to the
                 // blocking pool, in that order (two trips cost a hand-off each way per file).
-                // A partial not open here (whole from an earlier attempt or process, a 416
-                // or a hand-off's) is synced by its path: its writer may have died before.
-                let fd = try unsynced?.handOver()
                 try await Blocking.run {
-                    if let fd { try PartialFile.syncAndClose(fd, partial) } else { try PartialFile.sync(at: partial) }
+                    try syncPartial()
                     try PartialFile.finalize(partial: partial, to: final)
                 }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
-            } else {
-                try await unsynced?.syncAndClose()
             }
             let done = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, complete)
             if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
             return done
         }
         // With the app's hook, the bytes are synced before its transaction begins.
-        if let unsynced {
-            try await unsynced.syncAndClose()
-        } else if let partial = moving?.partial {
-            try await Blocking.run { try PartialFile.sync(at: partial) }
-        }
+        if let syncPartial { try await Blocking.run(syncPartial) }
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {
             let partial = moving.partial, final = moving.final
@@ -102,6 +94,15 @@ extension DownloadRun {
         return try await db.complete(id: id, lease: context.owner, complete, hook: hook, lastStep: lastStep)
     }
 
+
+    /// The partial's fsync before it is renamed into place, as a blocking step: through the
+    /// descriptor this attempt wrote with (`unsynced`, handed over here), else by its path
+    /// (whole from an earlier attempt or process, a 416 or a hand-off's: its writer may have
+    /// died before syncing).
+    static func syncStep(for partial: URL, _ unsynced: PartialFile?) throws -> @Sendable () throws -> Void {
+        guard let fd = try unsynced?.handOver() else { return { try PartialFile.sync(at: partial) } }
+        return { try PartialFile.syncAndClose(fd, partial) }
+    }
 
     /// A hasher fed with the first `length` bytes of a file: a resumed download's digest
     /// covers the kept prefix too, so the check holds across restarts.

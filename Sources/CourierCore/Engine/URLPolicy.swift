@@ -35,10 +35,8 @@ public enum URLPolicy {
     /// ASCII); a non-digit after the port's colon, a combining mark say, is `Int.max` too.
     static func explicitPort(_ text: String) -> Int? {
         let b = Array(text.utf8)
-        var i = 0
-        while i + 2 < b.count, !(b[i] == UInt8(ascii: ":") && b[i + 1] == UInt8(ascii: "/") && b[i + 2] == UInt8(ascii: "/")) { i += 1 }
-        guard i + 2 < b.count else { return nil }
-        var start = i + 3, end = i + 3
+        guard let scheme = b.firstRange(of: Array("://".utf8)) else { return nil }
+        var start = scheme.upperBound, end = scheme.upperBound
         while end < b.count, b[end] != UInt8(ascii: "/"), b[end] != UInt8(ascii: "?"), b[end] != UInt8(ascii: "#") { end += 1 }
         if let at = b[start..<end].lastIndex(of: UInt8(ascii: "@")) { start = at + 1 }   // after the user info
         if start < end, b[start] == UInt8(ascii: "[") {   // an IPv6 literal: the port follows its `]`
