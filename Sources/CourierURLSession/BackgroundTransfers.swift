@@ -281,9 +281,9 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         }
     }
 
-    /// Stops the session: running tasks are cancelled (their downloads stay handed off
-    /// until ``recover()`` or ``takeBack()``). For tests and tools; an app keeps its
-    /// background session for the life of the process.
+    /// Stops the session: running tasks are cancelled, each one's end giving its download
+    /// back as a failed task's does, and no task is made on it again. For tests and tools;
+    /// an app keeps its background session for the life of the process.
     public func invalidate() {
         state.withLock { s in
             s.inBackground = false   // no retry on the invalidated session

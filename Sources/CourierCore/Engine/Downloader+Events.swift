@@ -38,7 +38,7 @@ extension Downloader {
 
     /// The events of one download. It first yields the persisted progress and state (and
     /// the final event at once, for a download that already ended), then live events, and
-    /// finishes after a final event.
+    /// finishes after a final event. After ``shutdown()`` it yields what is stored and ends.
     public nonisolated func events(for id: String) -> AsyncStream<DownloadEvent> {
         let hub = context.hub
         let (key, stream, tombstone) = hub.subscribe(id: id)
@@ -58,7 +58,8 @@ extension Downloader {
         return stream
     }
 
-    /// The events of every download, live, until ``shutdown()``. The stream buffers without
+    /// The events of every download, live, until ``shutdown()`` (one asked for after it ends
+    /// at once, after what is stored when `replayingStored`). The stream buffers without
     /// bound (no final event is ever dropped), so keep consuming it.
     ///
     /// With `replayingStored`, it first yields each stored record's progress and state (its

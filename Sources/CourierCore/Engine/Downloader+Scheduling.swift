@@ -100,7 +100,16 @@ extension Downloader {
         adopted[id] = nil
         let intent = intents.removeValue(forKey: id)
         let db = context.database
-        defer { pump() }
+        endingRuns += 1
+        defer {
+            endingRuns -= 1
+            if endingRuns == 0 {
+                let waiters = endingRunsWaiters
+                endingRunsWaiters = []
+                for waiter in waiters { waiter.resume() }
+            }
+            pump()
+        }
         // However the run ended, a lease still held by this downloader is released first, so
         // a waiter that exits on the final event leaves no lease behind.
         if outcome.releasesLease { await context.bestEffort("releasing the lease", id: id) { try await db.releaseLease(id: id, owner: context.owner) } }

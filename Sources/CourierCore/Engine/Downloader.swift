@@ -60,6 +60,10 @@ public actor Downloader {
     /// Failed reads of the queue in a row.
     var refillFailures = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Runs whose end is being recorded (``runEnded(_:_:)``, no longer in `running`), and
+    /// who waits for none to be left (``shutdown()``).
+    var endingRuns = 0
+    var endingRunsWaiters: [CheckedContinuation<Void, Never>] = []
 
     /// Makes a downloader that speaks HTTP through `transport` (the app keeps it and shuts it
     /// down, after the downloader's ``shutdown()``: a request the transport cancels under a
@@ -293,10 +297,15 @@ public actor Downloader {
         waiting.removeAll()
         let tasks = running
         for (id, task) in tasks {
-            intents[id] = .shutdown
+            // A pause, cancel or hand-off already asked for stands: it is what the app wanted.
+            if intents[id] == nil { intents[id] = .shutdown }
             task.run.cancel()
         }
         for task in tasks.values { await task.supervisor.value }
+        // Runs that had already ended and were still recording it (no longer in `running`):
+        // their final event comes before the streams end, their record is written before
+        // this returns.
+        while endingRuns > 0 { await withCheckedContinuation { endingRunsWaiters.append($0) } }
         wakeIdleWaiters()
         if ownsTransport { try? await context.transport.shutdown() }   // shutting down: nothing is waiting for the client any more
         context.hub.finishAll()

@@ -19,6 +19,9 @@ final class EventHub: Sendable {
         /// Final events of downloads that ended in this process and left no record (cancel).
         var tombstones: [String: DownloadEvent] = [:]
         var tombstoneOrder: [String] = []
+        /// ``finishAll()`` ran (the downloader shut down): no event comes any more, so a
+        /// subscriber gets its snapshot and its stream ends.
+        var closed = false
     }
 
     private let state = Locked(State())
@@ -56,10 +59,15 @@ final class EventHub: Sendable {
     /// `seeded`, live events are held until ``seed(_:with:)`` gives the key its snapshot.
     func subscribeAll(seeded: Bool = true) -> (key: UInt64, stream: AsyncStream<DownloadEvent>) {
         let (stream, continuation) = AsyncStream<DownloadEvent>.makeStream(bufferingPolicy: .unbounded)
-        let key = state.withLock { s in
+        let key = state.withLock { s -> UInt64? in
             s.nextKey += 1
+            if s.closed, seeded { return nil }
             s.subscribers[s.nextKey] = Subscriber(continuation: continuation, id: nil, seeded: seeded, held: [])
             return s.nextKey
+        }
+        guard let key else {
+            continuation.finish()
+            return (0, stream)
         }
         continuation.onTermination = { [weak self] _ in self?.remove(key) }
         return (key, stream)
@@ -78,7 +86,8 @@ final class EventHub: Sendable {
         return (key, stream, tombstone)
     }
 
-    /// Yields the snapshot, then the events held meanwhile; finishes on a final event.
+    /// Yields the snapshot, then the events held meanwhile; finishes on a final event, and
+    /// after them once the hub is closed.
     func seed(_ key: UInt64, with snapshot: [DownloadEvent]) {
         let finish: AsyncStream<DownloadEvent>.Continuation? = state.withLock { s in
             guard var sub = s.subscribers[key] else { return nil }
@@ -89,6 +98,10 @@ final class EventHub: Sendable {
                     return sub.continuation
                 }
             }
+            if s.closed {
+                s.subscribers[key] = nil
+                return sub.continuation
+            }
             sub.held = []
             sub.seeded = true
             s.subscribers[key] = sub
@@ -97,11 +110,15 @@ final class EventHub: Sendable {
         finish?.finish()
     }
 
-    /// Ends every stream (the downloader is shutting down).
+    /// Ends every stream (the downloader shut down); one still waiting for its snapshot ends
+    /// after it (a download that already ended still tells its end), and so does every
+    /// stream subscribed from now on.
     func finishAll() {
         let all = state.withLock { s -> [AsyncStream<DownloadEvent>.Continuation] in
-            defer { s.subscribers.removeAll() }
-            return s.subscribers.values.map(\.continuation)
+            s.closed = true
+            let seeded = s.subscribers.filter { $0.value.seeded }
+            for key in seeded.keys { s.subscribers[key] = nil }
+            return seeded.values.map(\.continuation)
         }
         for c in all { c.finish() }
     }

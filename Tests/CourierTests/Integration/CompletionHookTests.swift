@@ -27,7 +27,7 @@ import CourierOrigin
         defer { Task { await fx.tearDown() } }
         let body = try fx.serve("a.bin", size: 300_000)
         let (queue, database) = try Self.appDatabase(fx)
-        let d = Downloader(configuration: fx.configuration(), database: database, transportOrDefault: Fixture.transport())
+        let d = Downloader(configuration: fx.configuration(), database: database, transportOrDefault: fx.transport())
         let seen = LockedBox<[String]>([])
         let root = fx.root
         try d.onCompletion(ofIDsWithPrefix: "photo:") { db, record in
@@ -53,7 +53,7 @@ import CourierOrigin
         defer { Task { await fx.tearDown() } }
         let body = try fx.serve("b.bin", size: 200_000)
         let (queue, database) = try Self.appDatabase(fx)
-        let d = Downloader(configuration: fx.configuration(), database: database, transportOrDefault: Fixture.transport())
+        let d = Downloader(configuration: fx.configuration(), database: database, transportOrDefault: fx.transport())
         let refuse = LockedBox(true)
         try d.onCompletion(ofIDsWithPrefix: "photo:") { db, record in
             try db.execute(sql: "UPDATE media SET localPath = ? WHERE id = ?", arguments: [record.localFinalPath, record.id])
@@ -96,7 +96,7 @@ import CourierOrigin
         try FileManager.default.createDirectory(at: fx.root.appendingPathComponent("photos"), withIntermediateDirectories: true)
         try body.write(to: fx.root.appendingPathComponent("photos/c.bin"))
 
-        let d = Downloader(configuration: fx.configuration(), database: database, transportOrDefault: Fixture.transport())
+        let d = Downloader(configuration: fx.configuration(), database: database, transportOrDefault: fx.transport())
         try d.onCompletion(ofIDsWithPrefix: "photo:") { db, record in
             try db.execute(sql: "UPDATE media SET localPath = ? WHERE id = ?", arguments: [record.localFinalPath, record.id])
         }

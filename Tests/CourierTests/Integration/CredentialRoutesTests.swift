@@ -14,7 +14,7 @@ import CourierOrigin
         try fx.serve("b.bin", size: 10_000)
         try fx.serve("c.bin", size: 10_000)
         let app = Credentials(headers: { _, _ in [("Authorization", "Bearer app")] })
-        let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transportOrDefault: Fixture.transport(),
+        let d = Downloader(configuration: fx.configuration(), database: try fx.database(), transportOrDefault: fx.transport(),
                            requestAuthorizer: app)
         try d.routeCredentials(forIDsWithPrefix: "media:", urlRefresher: nil,
                                requestAuthorizer: Credentials(headers: { _, _ in [("Authorization", "Bearer media")] }))

@@ -15,8 +15,13 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     let root: URL
     let dbPath: String
     let origin: CourierOrigin
+    /// In the HTTP/2 pass, this test's own client to nginx (shut down with the fixture): a
+    /// test that counts requests or bytes must not share a connection that another test's
+    /// faults close (a closed connection is a legitimate retry, one request more).
+    private let http2Transport: AsyncHTTPClientTransport?
 
     init() async throws {
+        http2Transport = Self.overHTTP2 ? Self.ownAsyncHTTPClientTransport() : nil
         base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-test-\(UUID().uuidString)")
         served = base.appendingPathComponent("served")
         root = base.appendingPathComponent("root")
@@ -27,6 +32,7 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     }
 
     func tearDown() async {
+        try? await http2Transport?.shutdown()   // the test is over: nothing waits for the client
         try? await origin.stop()
         try? FileManager.default.removeItem(at: base)
     }
@@ -65,15 +71,15 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     }
 
     func downloader(refresher: (any URLRefreshing)? = nil, logger: Logger = Logger(label: "test"), _ change: (inout DownloaderConfiguration) -> Void = { _ in }) throws -> Downloader {
-        Downloader(configuration: configuration(change), database: try database(), transportOrDefault: Self.transport(), urlRefresher: refresher, logger: logger)
+        Downloader(configuration: configuration(change), database: try database(), transportOrDefault: transport(), urlRefresher: refresher, logger: logger)
     }
 
     /// The transport the integration suite runs over: AsyncHTTPClient by default (`nil`: the
     /// engine's own), URLSession with `COURIER_TEST_TRANSPORT=urlsession`, AsyncHTTPClient
-    /// trusting nginx's certificate with `COURIER_TEST_TRANSPORT=http2` (scripts/test runs the
-    /// suite all three ways).
-    static func transport() -> (any HTTPTransport)? {
-        transportName == "urlsession" ? URLSessionTransport() : defaultOrHTTP2()
+    /// trusting nginx's certificate with `COURIER_TEST_TRANSPORT=http2` (this fixture's own
+    /// client; scripts/test runs the suite all three ways).
+    func transport() -> (any HTTPTransport)? {
+        Self.transportName == "urlsession" ? URLSessionTransport() : http2Transport
     }
 
     /// For a test that builds its own ``Downloader`` on the default transport: what reaches

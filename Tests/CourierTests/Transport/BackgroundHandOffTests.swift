@@ -201,7 +201,7 @@ import Testing
             let data = try fx.serve("f.bin", size: Self.size)
             // The engine keeps it: its stalled reply times out after 2 s and the retry finishes.
             let d = Downloader(configuration: fx.configuration { $0.idleTimeout = .seconds(2) }, database: try fx.database(),
-                               transportOrDefault: Fixture.transport(), requestAuthorizer: StaticHeaders([("Authorization", "Bearer secret")]))
+                               transportOrDefault: fx.transport(), requestAuthorizer: StaticHeaders([("Authorization", "Bearer secret")]))
             try await startHalfway(fx, d)
             let bt = transfers(d, fx)
             #expect(try await bt.handOff(id: "x") == false)        // stays with the engine
