@@ -77,7 +77,8 @@ extension DownloadRun {
 
         // The reply's validators are persisted before the body, so a kill midway can resume;
         // for a small file from zero that write is skipped (a kill costs at most 1 MiB) and
-        // they are recorded with completion, one write instead of two.
+        // they are recorded with completion, one write instead of two; a pause, shutdown or
+        // hand-off midway records them with the kept bytes (`UnsavedReply`).
         let setPlan: @Sendable (inout DownloadRecord) -> Void = { r in
             r.etag = plan.etag
             r.lastModified = plan.lastModified
@@ -89,7 +90,9 @@ extension DownloadRun {
         var current = record
         if plan.offset == 0, let expected = plan.expectedBodyLength, expected <= 1 << 20 {
             setPlan(&current)
+            unsavedReply.set(setPlan)   // a stop midway records them with the kept bytes
         } else {
+            unsavedReply.set(nil)
             current = try await persist(setPlan)
         }
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: plan.offset, totalBytes: plan.totalBytes)))
@@ -142,6 +145,7 @@ extension DownloadRun {
                     guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { setPlan(&$0); $0.bytesReceived = length }) else {
                         throw ExternalStop()
                     }
+                    unsavedReply.set(nil)
                     current = updated
                 }
             }
@@ -156,6 +160,7 @@ extension DownloadRun {
             // Persist what we have before reporting the failure, with the reply's validators
             // (a small file's were not written before its body): the next attempt resumes.
             let length = file.logicalLength
+            unsavedReply.set(nil)   // recorded here, or lost with the write: the next attempt asks again
             await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { setPlan(&$0); $0.bytesReceived = length } }
             // Too long: kept for a resume under a larger limit, unless the body cannot be
             // resumed (content-coded, a decompression bomb): then nothing of it is any use.

@@ -15,6 +15,8 @@ struct DownloadRun: Sendable {
     var partialIsWhole = false
     /// The fresh URLs denied ranges were given in this run (``RangeRefresh``): its later attempts ask the latest.
     let rangeRefresh = RangeRefresh()
+    /// What the current attempt's reply would add to the record, not written yet.
+    let unsavedReply = UnsavedReply()
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -25,17 +27,17 @@ struct DownloadRun: Sendable {
         do {
             return try await withLeaseHeartbeat { try await loop() }
         } catch is CancellationError {
-            return .interrupted
+            return .interrupted(unsaved: unsavedReply.take())
         } catch is LeasedElsewhere {
             return .leasedElsewhere
         } catch is ExternalStop {
             return .stoppedExternally
         } catch let error as CourierError {
-            if Task.isCancelled { return .interrupted }
+            if Task.isCancelled { return .interrupted(unsaved: unsavedReply.take()) }
             if case .pause = DownloadLifecycle.ending(for: error) { return await pause(with: error) }
             return await fail(with: error)
         } catch {
-            if Task.isCancelled { return .interrupted }
+            if Task.isCancelled { return .interrupted(unsaved: unsavedReply.take()) }
             return await fail(with: CourierError(.unexpected, "unexpected error: \(error)", underlying: error))
         }
     }
@@ -163,6 +165,7 @@ struct DownloadRun: Sendable {
         let held = record.heldBytes.flatMap { bytes in
             PartialFile.length(at: finalURL) == bytes ? ResumePlan.HeldFile(etag: record.heldEtag, lastModified: record.heldLastModified) : nil
         }
+        unsavedReply.set(nil)   // an earlier attempt's reply says nothing of this one's bytes
         let plan = ResumePlan(partialLength: partialLength, etag: record.etag, lastModified: record.lastModified,
                               totalBytes: record.totalBytes, resumable: record.resumable, held: held)
         if plan.discardsPartial {

@@ -118,7 +118,7 @@ extension Downloader {
         case let .completed(record): end = .completed(record)
         case let .failed(error): end = .failed(error)
         case let .paused(error): end = .paused(error)
-        case .interrupted:
+        case let .interrupted(unsaved):
             let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
             if let record, record.state == .completed {
                 // The run completed the record before the stop reached it: that is how it
@@ -139,15 +139,27 @@ extension Downloader {
             case .handOff:
                 // Not an end: the download goes on in the system's hands, and its stream
                 // ends when the hand-off's result has been adopted and run. (Unrecorded:
-                // it pauses instead.)
+                // it pauses instead.) The kept bytes' validators first: the hand-off asks
+                // for the rest with them.
+                if let unsaved {
+                    await context.bestEffort("recording the reply's validators", id: id) {
+                        try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { unsaved(&$0); $0.bytesReceived = length }
+                    }
+                }
                 if case .some(.some) = await context.bestEffort("recording the hand-off", id: id, { try await recordHandOff(id) }) { return }
                 fallthrough
             case .pause:
-                await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: length) } }
+                // With the validators of the reply the kept bytes came from, when the run
+                // had not written them (a small body): the resume asks for the rest.
+                await context.bestEffort("recording the pause", id: id) {
+                    try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { unsaved?(&$0); $0.pause(keeping: length) }
+                }
                 context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: record?.totalBytes)))
                 end = .paused(nil)
             case .shutdown, nil:
-                await context.bestEffort("requeueing", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { $0.requeue(keeping: length, freshStart: false) } }
+                await context.bestEffort("requeueing", id: id) {
+                    try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { unsaved?(&$0); $0.requeue(keeping: length, freshStart: false) }
+                }
                 end = .shutDown
             }
         case .leasedElsewhere:

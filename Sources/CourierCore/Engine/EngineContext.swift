@@ -67,7 +67,8 @@ enum RunOutcome: Sendable {
     /// Paused by the engine itself (no space), with the reason.
     case paused(CourierError)
     /// The run's task was cancelled (pause, cancel, shutdown): the downloader decides.
-    case interrupted
+    /// `unsaved`: validators of the reply whose bytes the partial holds, not yet recorded.
+    case interrupted(unsaved: UnsavedReply.Change?)
     /// Another process paused, cancelled or deleted the record.
     case stoppedExternally
     /// Another process (or downloader) holds the record's lease and runs it.

@@ -4,8 +4,9 @@ import Testing
 @testable import CourierCore
 
 /// Small downloads (at most 1 MiB, whose validators are recorded with their completion
-/// rather than before the body): a pause after the first progress write resumes with a
-/// range; a cancel by another process while the bytes flow leaves no file.
+/// rather than before the body): a pause, shutdown or hand-off, before or after the first
+/// progress write, resumes with a range; a cancel by another process while the bytes flow
+/// leaves no file.
 @Suite struct SmallDownloadTests {
     /// A small download paused after its first progress write (a slow link) resumes where it
     /// stopped: that write records the reply's validators with the bytes, named by then.
@@ -23,6 +24,65 @@ import Testing
             #expect(kept > 0 && kept < 600_000 && paused?.bytesReceived == kept)
             fx.origin.setFault(nil, for: "/s.bin")
             try await d.resume(id: "s")
+            _ = try await d.waitForCompletion(id: "s")
+            #expect(fx.finalData("s.bin") == data)
+            #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
+            await d.shutdown()
+        }
+    }
+
+    /// Paused before any progress write (its validators not yet recorded: a small body
+    /// records them with its completion), a small download still resumes with a range: the
+    /// stopped run hands them over and the pause records them with the kept bytes. The same
+    /// for a shutdown (then a new downloader resumes it).
+    @Test(arguments: [false, true]) func aSmallDownloadStoppedBeforeAnyProgressWriteResumesWithARange(shutdown: Bool) async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("s.bin", size: 600_000)
+            var fault = Fault(); fault.bytesPerSecond = 150_000
+            fx.origin.setFault(fault, for: "/s.bin")
+            let configure: (inout DownloaderConfiguration) -> Void = { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(600) }
+            let d = try fx.downloader(configure)
+            var events = d.events(for: "s").makeAsyncIterator()
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            while let event = await events.next() {
+                if case let .progress(p) = event, p.bytesReceived >= 100_000 { break }
+            }
+            #expect(try await d.record(id: "s")?.bytesReceived == 0)   // nothing recorded yet
+            if shutdown { await d.shutdown() } else { try await d.pause(id: "s") }
+            let kept = fx.partialLength("s.bin")
+            let stopped = try await fx.database().record(id: "s")
+            #expect(kept >= 100_000 && kept < 600_000 && stopped?.bytesReceived == kept)
+            #expect(stopped?.etag != nil && stopped?.totalBytes == 600_000)
+            fx.origin.setFault(nil, for: "/s.bin")
+            let again = shutdown ? try fx.downloader(configure) : d
+            if shutdown { try await again.start() } else { try await again.resume(id: "s") }
+            _ = try await again.waitForCompletion(id: "s")
+            #expect(fx.finalData("s.bin") == data)
+            #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
+            await again.shutdown()
+        }
+    }
+
+    /// The same for a hand-off to the system: the request it makes asks for the rest, with
+    /// the reply's validators, and a take-back goes on from the kept bytes.
+    @Test func aSmallDownloadHandedOffBeforeAnyProgressWriteAsksForTheRest() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("s.bin", size: 600_000)
+            var fault = Fault(); fault.bytesPerSecond = 150_000
+            fx.origin.setFault(fault, for: "/s.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(600) }
+            var events = d.events(for: "s").makeAsyncIterator()
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            while let event = await events.next() {
+                if case let .progress(p) = event, p.bytesReceived >= 100_000 { break }
+            }
+            let request = try await d.handOff(id: "s")
+            let kept = fx.partialLength("s.bin")
+            #expect(kept >= 100_000 && request?.keptBytes == kept)
+            let headers = Dictionary((request?.headers ?? []).map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+            #expect(headers["range"] == "bytes=\(kept)-" && headers["if-range"] != nil)
+            fx.origin.setFault(nil, for: "/s.bin")
+            _ = try await d.takeBack(id: "s")
             _ = try await d.waitForCompletion(id: "s")
             #expect(fx.finalData("s.bin") == data)
             #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
