@@ -70,17 +70,25 @@ extension DownloadRun {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         let syncPartial = try moving.map { try Self.syncStep(for: $0.partial, unsynced) }
         guard let hook = context.completionHooks.hook(for: id) else {
+            var placed: (device: UInt64, inode: UInt64)?
             if let moving, let syncPartial {
                 let partial = moving.partial, final = moving.final
                 // The partial's fsync, the rename and the folder's fsync: one trip to the
                 // blocking pool, in that order (two trips cost a hand-off each way per file).
-                try await Blocking.run {
+                placed = try await Blocking.run {
                     try syncPartial()
                     try PartialFile.finalize(partial: partial, to: final)
+                    return PartialFile.identity(at: final)
                 }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             }
-            let done = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, complete)
+            // Past the point of no return once the file is in place: the completing write runs
+            // even when this run was stopped meanwhile (in a task of its own, which the stop
+            // does not cancel), so the run ends completed and a cancel goes on as for any
+            // completed download. Never a file in place behind a record that says otherwise.
+            let (database, owner, id) = (db, context.owner, id)
+            let done = try await Task { try await database.update(id: id, ifStateIn: [.downloading], lease: owner, complete) }.value
+            if done == nil, let moving, let placed { await takeBackIfCancelled(moving.final, placed) }
             if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
             return done
         }
@@ -94,6 +102,19 @@ extension DownloadRun {
         return try await db.complete(id: id, lease: context.owner, complete, hook: hook, lastStep: lastStep)
     }
 
+
+    /// After the file was put in place, the completing write found the record gone: another
+    /// process cancelled the download in between (its cancel deleted a partial that was no
+    /// longer there, then the record). A cancelled download leaves no file: the one this run
+    /// put there is deleted, if the path still names it. (Paused or taken over instead, the
+    /// file stays: the next run finds it whole and completes it without a request.)
+    func takeBackIfCancelled(_ final: URL, _ placed: (device: UInt64, inode: UInt64)) async {
+        guard case .some(.none) = await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) else { return }
+        guard let now = PartialFile.identity(at: final), now == placed else { return }
+        if unlink(final.path) == 0 {
+            context.logger.info("cancelled by another process as the file was put in place: deleted it", metadata: ["id": "\(id)"])
+        }
+    }
 
     /// The partial's fsync before it is renamed into place, as a blocking step: through the
     /// descriptor this attempt wrote with (`unsynced`, handed over here), else by its path

@@ -1,7 +1,7 @@
 import CourierOrigin
 import Foundation
 import Testing
-@testable import CourierCore
+@_spi(Testing) @testable import CourierCore
 
 /// Small downloads (at most 1 MiB, whose validators are recorded with their completion
 /// rather than before the body): a pause, shutdown or hand-off, before or after the first
@@ -107,6 +107,45 @@ import Testing
             #expect(await ended.value == .cancelled)   // not a failure to rename: stopped by the other process
             #expect(!fx.exists("c.bin") && !fx.exists("c.bin.partial"))
             await running.shutdown(); await other.shutdown()
+        }
+    }
+
+    /// Another process cancels a download after its run put the file in place and before
+    /// the run's completing write: the run finds the record gone and takes its file back, so
+    /// a cancelled download leaves no file behind (it left the final file before).
+    @Test func aCancelBetweenTheRenameAndTheCompletionLeavesNoFile() async throws {
+        try await withFixture { fx in
+            try fx.serve("r.bin", size: 300_000)
+            let d = try fx.downloader { $0.pauseAfterRename = .seconds(2) }
+            let other = try fx.downloader()
+            let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "r") } }
+            try await d.enqueue(DownloadRequest(id: "r", url: fx.url("r.bin"), destination: "r.bin"))
+            #expect(try await eventually { fx.exists("r.bin") })   // renamed; the record not yet completed
+            try await other.cancel(id: "r")
+            #expect(await waiter.value == CourierError.Code.cancelled.rawValue)
+            #expect(!fx.exists("r.bin") && !fx.exists("r.bin.partial"))
+            #expect(try await fx.database().record(id: "r") == nil)
+            await d.shutdown()
+            await other.shutdown()
+        }
+    }
+
+    /// The same in this process: a cancel that reaches the run after the file is in place
+    /// lets the run complete the record (past its point of no return), then goes on as the
+    /// cancel of a completed download: the record goes, the file stays, and the download's
+    /// one final event says completed (it said cancelled, over a file left in place).
+    @Test func aCancelInThisProcessAfterTheRenameEndsCompleted() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("r.bin", size: 300_000)
+            let d = try fx.downloader { $0.pauseAfterRename = .seconds(2) }
+            let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "r") } }
+            try await d.enqueue(DownloadRequest(id: "r", url: fx.url("r.bin"), destination: "r.bin"))
+            #expect(try await eventually { fx.exists("r.bin") })
+            try await d.cancel(id: "r")
+            #expect(await waiter.value == nil)   // completed
+            #expect(fx.finalData("r.bin") == data && !fx.exists("r.bin.partial"))
+            #expect(try await fx.database().record(id: "r") == nil)
+            await d.shutdown()
         }
     }
 }
