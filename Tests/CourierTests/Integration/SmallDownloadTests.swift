@@ -31,22 +31,30 @@ import Testing
         }
     }
 
+    static let noProgressWrites: @Sendable (inout DownloaderConfiguration) -> Void = { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(600) }
+
+    /// A download "s" of 600 kB arriving at 150 kB/s, with no progress write while it runs,
+    /// once 100 kB have arrived (held in the write buffer, nothing recorded).
+    static func slowSmallDownload(_ fx: Fixture) async throws -> (Downloader, Data) {
+        let data = try fx.serve("s.bin", size: 600_000)
+        var fault = Fault(); fault.bytesPerSecond = 150_000
+        fx.origin.setFault(fault, for: "/s.bin")
+        let d = try fx.downloader(noProgressWrites)
+        var events = d.events(for: "s").makeAsyncIterator()
+        try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+        while let event = await events.next() {
+            if case let .progress(p) = event, p.bytesReceived >= 100_000 { break }
+        }
+        return (d, data)
+    }
+
     /// Paused before any progress write (its validators not yet recorded: a small body
     /// records them with its completion), a small download still resumes with a range: the
     /// stopped run hands them over and the pause records them with the kept bytes. The same
     /// for a shutdown (then a new downloader resumes it).
     @Test(arguments: [false, true]) func aSmallDownloadStoppedBeforeAnyProgressWriteResumesWithARange(shutdown: Bool) async throws {
         try await withFixture { fx in
-            let data = try fx.serve("s.bin", size: 600_000)
-            var fault = Fault(); fault.bytesPerSecond = 150_000
-            fx.origin.setFault(fault, for: "/s.bin")
-            let configure: (inout DownloaderConfiguration) -> Void = { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(600) }
-            let d = try fx.downloader(configure)
-            var events = d.events(for: "s").makeAsyncIterator()
-            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
-            while let event = await events.next() {
-                if case let .progress(p) = event, p.bytesReceived >= 100_000 { break }
-            }
+            let (d, data) = try await Self.slowSmallDownload(fx)
             #expect(try await d.record(id: "s")?.bytesReceived == 0)   // nothing recorded yet
             if shutdown { await d.shutdown() } else { try await d.pause(id: "s") }
             let kept = fx.partialLength("s.bin")
@@ -54,7 +62,7 @@ import Testing
             #expect(kept >= 100_000 && kept < 600_000 && stopped?.bytesReceived == kept)
             #expect(stopped?.etag != nil && stopped?.totalBytes == 600_000)
             fx.origin.setFault(nil, for: "/s.bin")
-            let again = shutdown ? try fx.downloader(configure) : d
+            let again = shutdown ? try fx.downloader(Self.noProgressWrites) : d
             if shutdown { try await again.start() } else { try await again.resume(id: "s") }
             _ = try await again.waitForCompletion(id: "s")
             #expect(fx.finalData("s.bin") == data)
@@ -67,15 +75,7 @@ import Testing
     /// the reply's validators, and a take-back goes on from the kept bytes.
     @Test func aSmallDownloadHandedOffBeforeAnyProgressWriteAsksForTheRest() async throws {
         try await withFixture { fx in
-            let data = try fx.serve("s.bin", size: 600_000)
-            var fault = Fault(); fault.bytesPerSecond = 150_000
-            fx.origin.setFault(fault, for: "/s.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(600) }
-            var events = d.events(for: "s").makeAsyncIterator()
-            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
-            while let event = await events.next() {
-                if case let .progress(p) = event, p.bytesReceived >= 100_000 { break }
-            }
+            let (d, data) = try await Self.slowSmallDownload(fx)
             let request = try await d.handOff(id: "s")
             let kept = fx.partialLength("s.bin")
             #expect(kept >= 100_000 && request?.keptBytes == kept)
