@@ -70,25 +70,32 @@ extension DownloadRun {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         let syncPartial = try moving.map { try Self.syncStep(for: $0.partial, unsynced) }
         guard let hook = context.completionHooks.hook(for: id) else {
-            var placed: (device: UInt64, inode: UInt64)?
+            // What this run puts in place where nothing was (`nil`: nothing moved, or it
+            // replaced a file the user had: that one is never taken back).
+            var placed: (url: URL, device: UInt64, inode: UInt64)?
             if let moving, let syncPartial {
                 let partial = moving.partial, final = moving.final
                 // The partial's fsync, the rename and the folder's fsync: one trip to the
                 // blocking pool, in that order (two trips cost a hand-off each way per file).
                 placed = try await Blocking.run {
                     try syncPartial()
+                    let replacing = PartialFile.identity(at: final) != nil
                     try PartialFile.finalize(partial: partial, to: final)
-                    return PartialFile.identity(at: final)
+                    return replacing ? nil : PartialFile.identity(at: final).map { (final, $0.device, $0.inode) }
                 }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             }
-            // Past the point of no return once the file is in place: the completing write runs
-            // even when this run was stopped meanwhile (in a task of its own, which the stop
-            // does not cancel), so the run ends completed and a cancel goes on as for any
-            // completed download. Never a file in place behind a record that says otherwise.
-            let (database, owner, id) = (db, context.owner, id)
-            let done = try await Task { try await database.update(id: id, ifStateIn: [.downloading], lease: owner, complete) }.value
-            if done == nil, let moving, let placed { await takeBackIfCancelled(moving.final, placed) }
+            // Past the point of no return once the file is in place: the completing write (and
+            // the take-back below) runs even when this run was stopped meanwhile, in a task of
+            // its own that the stop does not cancel; the run then ends completed, and a cancel
+            // goes on as for any completed download. Never a file in place behind a record that
+            // says otherwise.
+            let run = self, placedFile = placed
+            let done = try await Task {
+                let done = try await run.db.update(id: run.id, ifStateIn: [.downloading], lease: run.context.owner, complete)
+                if done == nil, let placedFile { await run.takeBackIfCancelled(placedFile) }
+                return done
+            }.value
             if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
             return done
         }
@@ -103,15 +110,16 @@ extension DownloadRun {
     }
 
 
-    /// After the file was put in place, the completing write found the record gone: another
-    /// process cancelled the download in between (its cancel deleted a partial that was no
-    /// longer there, then the record). A cancelled download leaves no file: the one this run
-    /// put there is deleted, if the path still names it. (Paused or taken over instead, the
-    /// file stays: the next run finds it whole and completes it without a request.)
-    func takeBackIfCancelled(_ final: URL, _ placed: (device: UInt64, inode: UInt64)) async {
+    /// After the file was put in place where none was, the completing write found the record
+    /// gone: another process cancelled the download in between (its cancel deleted a partial
+    /// that was no longer there, then the record). A cancelled download leaves no file: the
+    /// one this run put there is deleted, if the path still names it. (Paused or taken over
+    /// instead, the file stays: the next run finds it whole and completes it without a
+    /// request.) Run outside the run's task: a stop must not skip it.
+    func takeBackIfCancelled(_ placed: (url: URL, device: UInt64, inode: UInt64)) async {
         guard case .some(.none) = await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) else { return }
-        guard let now = PartialFile.identity(at: final), now == placed else { return }
-        if unlink(final.path) == 0 {
+        guard let now = PartialFile.identity(at: placed.url), now == (placed.device, placed.inode) else { return }
+        if unlink(placed.url.path) == 0 {
             context.logger.info("cancelled by another process as the file was put in place: deleted it", metadata: ["id": "\(id)"])
         }
     }

@@ -240,6 +240,7 @@ struct DownloadRun: Sendable {
     }
 
     func discardPartial(_ url: URL) throws {
+        unsavedReply.set(nil)   // its bytes are gone: what tied them to the server's file goes too
         if unlink(url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", url) }
     }
 

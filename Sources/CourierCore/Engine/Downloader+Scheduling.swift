@@ -96,18 +96,13 @@ extension Downloader {
     }
 
     func runEnded(_ id: String, _ outcome: RunOutcome) async {
-        running[id] = nil
+        let supervisor = running.removeValue(forKey: id)?.supervisor
         adopted[id] = nil
         let intent = intents.removeValue(forKey: id)
         let db = context.database
-        endingRuns += 1
+        endingRuns[id] = supervisor
         defer {
-            endingRuns -= 1
-            if endingRuns == 0 {
-                let waiters = endingRunsWaiters
-                endingRunsWaiters = []
-                for waiter in waiters { waiter.resume() }
-            }
+            if let supervisor, endingRuns[id] == supervisor { endingRuns[id] = nil }
             pump()
         }
         // However the run ended, a lease still held by this downloader is released first, so
@@ -151,10 +146,11 @@ extension Downloader {
             case .pause:
                 // With the validators of the reply the kept bytes came from, when the run
                 // had not written them (a small body): the resume asks for the rest.
-                await context.bestEffort("recording the pause", id: id) {
+                let paused = await context.bestEffort("recording the pause", id: id) {
                     try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { unsaved?(&$0); $0.pause(keeping: length) }
                 }
-                context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: record?.totalBytes)))
+                let total = (paused ?? nil)?.totalBytes ?? record?.totalBytes
+                context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: total)))
                 end = .paused(nil)
             case .shutdown, nil:
                 await context.bestEffort("requeueing", id: id) {

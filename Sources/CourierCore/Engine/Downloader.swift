@@ -60,10 +60,11 @@ public actor Downloader {
     /// Failed reads of the queue in a row.
     var refillFailures = 0
     var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Runs whose end is being recorded (``runEnded(_:_:)``, no longer in `running`), and
-    /// who waits for none to be left (``shutdown()``).
-    var endingRuns = 0
-    var endingRunsWaiters: [CheckedContinuation<Void, Never>] = []
+    /// The supervisors of runs whose end is being recorded (``runEnded(_:_:)``: no longer in
+    /// `running`), for ``shutdown()`` and ``resume(id:url:)`` to wait for.
+    var endingRuns: [String: Task<Void, Never>] = [:]
+    /// Callers of ``shutdown()`` after the first, waiting for it to be done.
+    var shutdownWaiters: [CheckedContinuation<Void, Never>]? = nil
 
     /// Makes a downloader that speaks HTTP through `transport` (the app keeps it and shuts it
     /// down, after the downloader's ``shutdown()``: a request the transport cancels under a
@@ -159,6 +160,7 @@ public actor Downloader {
         if let current = running[id], intents[id] != nil {
             await current.supervisor.value
         }
+        if let ending = endingRuns[id] { await ending.value }   // its end is being written: after it
         let record = try await storedRecord(id)
         if let url {
             _ = try URLPolicy.validate(url)
@@ -265,7 +267,7 @@ public actor Downloader {
 
     /// Whether nothing runs, nothing waits, and the database's queue holds nothing this
     /// downloader can take (records another process claimed are not its to wait for).
-    public var isIdle: Bool { running.isEmpty && adopted.isEmpty && !drainsQueue && !refilling }
+    public var isIdle: Bool { running.isEmpty && endingRuns.isEmpty && adopted.isEmpty && !drainsQueue && !refilling }
 
     /// Returns once the downloader is idle (see ``isIdle``), or shut down. For a caller
     /// that queued work it cannot name (``resumeAllPending(includePaused:includeFailed:)``):
@@ -289,8 +291,13 @@ public actor Downloader {
     /// Stops every running download, leaving each resumable (queued, with its partial), and
     /// releases the HTTP client. The downloader cannot be used afterwards.
     public func shutdown() async {
-        guard !isShutDown else { return }
+        guard !isShutDown else {
+            // A second caller returns when the first one's shutdown is done, not before.
+            if shutdownWaiters != nil { await withCheckedContinuation { shutdownWaiters?.append($0) } }
+            return
+        }
         isShutDown = true
+        shutdownWaiters = []
         // Downloads waiting their turn end too: queued, to resume at the next start.
         for id in adopted.keys where running[id] == nil { context.hub.publish(.ended(id: id, .shutDown)) }
         adopted.removeAll()
@@ -305,10 +312,13 @@ public actor Downloader {
         // Runs that had already ended and were still recording it (no longer in `running`):
         // their final event comes before the streams end, their record is written before
         // this returns.
-        while endingRuns > 0 { await withCheckedContinuation { endingRunsWaiters.append($0) } }
+        while let ending = endingRuns.values.first { await ending.value }
         wakeIdleWaiters()
         if ownsTransport { try? await context.transport.shutdown() }   // shutting down: nothing is waiting for the client any more
         context.hub.finishAll()
+        let waiters = shutdownWaiters ?? []
+        shutdownWaiters = nil
+        for waiter in waiters { waiter.resume() }
     }
 
     static func leasedError(_ record: DownloadRecord) -> CourierError {

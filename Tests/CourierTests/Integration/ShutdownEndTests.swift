@@ -7,17 +7,18 @@ import CourierOrigin
 /// stands, an end being recorded is recorded (and announced) before it returns, and a
 /// stream asked for afterwards ends instead of waiting for events that never come.
 @Suite struct ShutdownEndTests {
-    /// What `body` returns, or `nil` when it has not returned within 20 s (the test then
+    /// What `body` returns, or `nil` when it has not returned within 60 s (the test then
     /// fails instead of hanging the suite).
     private static func returns<T: Sendable>(_ body: @escaping @Sendable () async -> T) async throws -> T? {
         let result = Locked<T?>(nil)
         Task { let value = await body(); result.withLock { $0 = value } }
-        _ = try await eventually(timeout: .seconds(20)) { result.withLock { $0 != nil } }
+        _ = try await eventually { result.withLock { $0 != nil } }
         return result.withLock { $0 }
     }
 
     /// Holds `database`'s writer (every write of the downloader waits) until the returned
-    /// gate is signalled.
+    /// gate is signalled (the tests signal it on every way out: a writer held forever would
+    /// hang the suite). The tests' leases are long, so no renewal queues behind it.
     private static func holdWrites(_ database: CourierDatabase) async throws -> DispatchSemaphore {
         let gate = DispatchSemaphore(value: 0), held = Locked(false)
         Task.detached {
@@ -61,7 +62,7 @@ import CourierOrigin
             try fx.serve("p.bin", size: 1 << 20)
             var stall = Fault(); stall.stallAfterBytes = 200_000
             fx.origin.setFault(stall, for: "/p.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.leaseDuration = .seconds(300) }
             var events = d.events(for: "p").makeAsyncIterator()
             try await d.enqueue(DownloadRequest(id: "p", url: fx.url("p.bin"), destination: "p.bin"))
             // Bytes arrived: the run is past its claim, waiting for more that do not come.
@@ -71,6 +72,7 @@ import CourierOrigin
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "p") } }
 
             let gate = try await Self.holdWrites(d.database)
+            defer { gate.signal() }
             let pausing = Task { try await d.pause(id: "p") }
             // The run stops at once (it waits for bytes, not for the database); its end then
             // waits for the writer.
@@ -96,6 +98,7 @@ import CourierOrigin
             fx.origin.setFault(slow, for: "/p.bin")
             let d = try fx.downloader {
                 $0.idleTimeout = .seconds(120)
+                $0.leaseDuration = .seconds(300)
                 $0.progressPersistInterval = .milliseconds(20)
             }
             try await d.enqueue(DownloadRequest(id: "p", url: fx.url("p.bin"), destination: "p.bin"))
@@ -103,9 +106,10 @@ import CourierOrigin
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "p") } }
 
             let gate = try await Self.holdWrites(d.database)
+            defer { gate.signal() }
             // Bytes keep coming: the run's next progress write waits for the writer, and a
             // write waiting its turn does not see the cancel until it runs.
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .seconds(1))
             let pausing = Task { try await d.pause(id: "p") }
             try await Task.sleep(for: .milliseconds(100))
             #expect(await d.runningIDs == ["p"])
