@@ -63,7 +63,15 @@ struct Demo: AsyncParsableCommand {
         await first.shutdown()
         bar.finish()
         let kept = PartialFile.length(at: root.appendingPathComponent("demo.bin.partial"))
-        Terminal.out("   Interrupted with \(Format.bytes(kept)) in demo.bin.partial; the record says \((try await CourierDatabase(path: dbPath).record(id: "demo"))?.state.rawValue ?? "?").")
+        let stopped = try await CourierDatabase(path: dbPath).record(id: "demo")
+        if stopped?.state == .completed {
+            // A fast link outran the stop: nothing is left to resume, so nothing to show.
+            try await origin.stop()
+            let how = rateMib == 0 ? "with a rate limit (--rate-mib 0 left it unthrottled; the default is 96)" : "with a lower --rate-mib or a larger --size-mib"
+            Terminal.error("courier: demo: the download finished before the engine could be stopped at \(Int(interruptAt * 100))%, so there is nothing to resume; run it \(how)")
+            throw ExitCode(ExitCodes.failure)
+        }
+        Terminal.out("   Interrupted with \(Format.bytes(kept)) in demo.bin.partial; the record says \(stopped?.state.rawValue ?? "?").")
 
         // Second engine, as after a relaunch: it finds the record and resumes from the partial.
         origin.clearRequests()
