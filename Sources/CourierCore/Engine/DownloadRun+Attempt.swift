@@ -92,7 +92,6 @@ extension DownloadRun {
             setPlan(&current)
             unsavedReply.set(setPlan)   // a stop midway records them with the kept bytes
         } else {
-            unsavedReply.set(nil)
             current = try await persist(setPlan)
         }
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: plan.offset, totalBytes: plan.totalBytes)))
@@ -145,7 +144,6 @@ extension DownloadRun {
                     guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { setPlan(&$0); $0.bytesReceived = length }) else {
                         throw ExternalStop()
                     }
-                    unsavedReply.set(nil)
                     current = updated
                 }
             }
@@ -160,7 +158,6 @@ extension DownloadRun {
             // Persist what we have before reporting the failure, with the reply's validators
             // (a small file's were not written before its body): the next attempt resumes.
             let length = file.logicalLength
-            unsavedReply.set(nil)   // recorded here, or lost with the write: the next attempt asks again
             await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { setPlan(&$0); $0.bytesReceived = length } }
             // Too long: kept for a resume under a larger limit, unless the body cannot be
             // resumed (content-coded, a decompression bomb): then nothing of it is any use.

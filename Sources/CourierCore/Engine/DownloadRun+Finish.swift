@@ -72,7 +72,7 @@ extension DownloadRun {
         guard let hook = context.completionHooks.hook(for: id) else {
             // What this run puts in place where nothing was (`nil`: nothing moved, or it
             // replaced a file the user had: that one is never taken back).
-            var placed: (url: URL, device: UInt64, inode: UInt64)?
+            var placed: (device: UInt64, inode: UInt64)?
             if let moving, let syncPartial {
                 let partial = moving.partial, final = moving.final
                 // The partial's fsync, the rename and the folder's fsync: one trip to the
@@ -81,7 +81,7 @@ extension DownloadRun {
                     try syncPartial()
                     let replacing = PartialFile.identity(at: final) != nil
                     try PartialFile.finalize(partial: partial, to: final)
-                    return replacing ? nil : PartialFile.identity(at: final).map { (final, $0.device, $0.inode) }
+                    return replacing ? nil : PartialFile.identity(at: final)
                 }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             }
@@ -90,10 +90,10 @@ extension DownloadRun {
             // its own that the stop does not cancel; the run then ends completed, and a cancel
             // goes on as for any completed download. Never a file in place behind a record that
             // says otherwise.
-            let run = self, placedFile = placed
+            let run = self, placedFile = placed, final = moving?.final
             let done = try await Task {
                 let done = try await run.db.update(id: run.id, ifStateIn: [.downloading], lease: run.context.owner, complete)
-                if done == nil, let placedFile { await run.takeBackIfCancelled(placedFile) }
+                if done == nil, let placedFile, let final { await run.takeBackIfCancelled(final, placedFile) }
                 return done
             }.value
             if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
@@ -116,10 +116,10 @@ extension DownloadRun {
     /// one this run put there is deleted, if the path still names it. (Paused or taken over
     /// instead, the file stays: the next run finds it whole and completes it without a
     /// request.) Run outside the run's task: a stop must not skip it.
-    func takeBackIfCancelled(_ placed: (url: URL, device: UInt64, inode: UInt64)) async {
+    func takeBackIfCancelled(_ final: URL, _ placed: (device: UInt64, inode: UInt64)) async {
         guard case .some(.none) = await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) else { return }
-        guard let now = PartialFile.identity(at: placed.url), now == (placed.device, placed.inode) else { return }
-        if unlink(placed.url.path) == 0 {
+        guard let now = PartialFile.identity(at: final), now == placed else { return }
+        if unlink(final.path) == 0 {
             context.logger.info("cancelled by another process as the file was put in place: deleted it", metadata: ["id": "\(id)"])
         }
     }

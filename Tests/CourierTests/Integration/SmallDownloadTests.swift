@@ -49,6 +49,17 @@ import Testing
         return (d, data)
     }
 
+    /// Lifts the stall, goes on with `resume`, and checks the download finished whole asking
+    /// only for the bytes after `kept`; shuts `d` down.
+    static func expectFinishedFromKept(_ fx: Fixture, _ d: Downloader, _ data: Data, _ kept: Int64, resume: () async throws -> Void) async throws {
+        fx.origin.setFault(nil, for: "/s.bin")
+        try await resume()
+        _ = try await d.waitForCompletion(id: "s")
+        #expect(fx.finalData("s.bin") == data)
+        #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
+        await d.shutdown()
+    }
+
     /// Paused before any progress write (its validators not yet recorded: a small body
     /// records them with its completion), a small download still resumes with a range: the
     /// stopped run hands them over and the pause records them with the kept bytes. The same
@@ -62,13 +73,10 @@ import Testing
             let stopped = try await fx.database().record(id: "s")
             #expect(kept >= 100_000 && kept < 600_000 && stopped?.bytesReceived == kept)
             #expect(stopped?.etag != nil && stopped?.totalBytes == 600_000)
-            fx.origin.setFault(nil, for: "/s.bin")
             let again = shutdown ? try fx.downloader(Self.noProgressWrites) : d
-            if shutdown { try await again.start() } else { try await again.resume(id: "s") }
-            _ = try await again.waitForCompletion(id: "s")
-            #expect(fx.finalData("s.bin") == data)
-            #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
-            await again.shutdown()
+            try await Self.expectFinishedFromKept(fx, again, data, kept) {
+                if shutdown { try await again.start() } else { try await again.resume(id: "s") }
+            }
         }
     }
 
@@ -82,12 +90,7 @@ import Testing
             #expect(kept >= 100_000 && request?.keptBytes == kept)
             let headers = Dictionary((request?.headers ?? []).map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
             #expect(headers["range"] == "bytes=\(kept)-" && headers["if-range"] != nil)
-            fx.origin.setFault(nil, for: "/s.bin")
-            _ = try await d.takeBack(id: "s")
-            _ = try await d.waitForCompletion(id: "s")
-            #expect(fx.finalData("s.bin") == data)
-            #expect(fx.origin.requests.last?.range == "bytes=\(kept)-")
-            await d.shutdown()
+            try await Self.expectFinishedFromKept(fx, d, data, kept) { _ = try await d.takeBack(id: "s") }
         }
     }
 
