@@ -68,7 +68,11 @@ extension DownloadRun {
         }
         try DiskSpace.check(toWrite: plan.expectedBodyLength ?? 0, at: partialURL, reserve: config.freeSpaceReserve)
 
-        let file = try PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
+        // A small file from zero keeps nothing across a kill (its validators are recorded with
+        // its completion): its partial is named only when something relies on its bytes.
+        let small = plan.offset == 0 && (plan.expectedBodyLength.map { $0 <= 1 << 20 } ?? false)
+        let file = try small ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
+            : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
         let heldBefore = file.logicalLength   // what earlier attempts left: a short body of unannounced length must add to it
         if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
@@ -88,7 +92,7 @@ extension DownloadRun {
             r.contentType = plan.contentType ?? r.contentType
         }
         var current = record
-        if plan.offset == 0, let expected = plan.expectedBodyLength, expected <= 1 << 20 {
+        if small {
             setPlan(&current)
             unsavedReply.set(setPlan)   // a stop midway records them with the kept bytes
         } else {
@@ -138,10 +142,14 @@ extension DownloadRun {
                 if now - lastPersist >= config.progressPersistInterval {
                     lastPersist = now
                     try await file.settle()
+                    // A small file's partial is named first: the record claims bytes under it.
+                    let namedNow = file.isUnnamed
+                    guard try file.materialize() else { throw ExternalStop() }
                     let length = try file.checkpoint()   // bytes reach the file before the record claims them
                     // With the reply's validators: for a small file they were not written before
                     // the body, and `current` becomes this stored record.
                     guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { setPlan(&$0); $0.bytesReceived = length }) else {
+                        if namedNow { file.unname() }   // not this run's download any more: the name would outlive it
                         throw ExternalStop()
                     }
                     current = updated
@@ -152,12 +160,14 @@ extension DownloadRun {
             // back to where it began), then writes what is staged.
             try? await file.settle()   // already failing: the error that brought us here is the one reported
             try? file.flush()   // already failing: the error that brought us here is the one reported
+            if error is ExternalStop { throw error }
+            let named = try await keepUnnamedBytes(file)
             // (A `CancellationError` nobody asked for, from the transport, is a dropped
             // connection: what arrived is recorded like any other's.)
-            if Task.isCancelled || error is ExternalStop { throw error }
+            if Task.isCancelled { throw error }
             // Persist what we have before reporting the failure, with the reply's validators
             // (a small file's were not written before its body): the next attempt resumes.
-            let length = file.logicalLength
+            let length = named ? file.logicalLength : 0
             await context.bestEffort("recording progress", id: id) { try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { setPlan(&$0); $0.bytesReceived = length } }
             // Too long: kept for a resume under a larger limit, unless the body cannot be
             // resumed (content-coded, a decompression bomb): then nothing of it is any use.
@@ -168,6 +178,7 @@ extension DownloadRun {
 
         try await file.settle()
         try file.flush()
+        guard try file.materialize() else { throw ExternalStop() }
         let length = file.logicalLength
         context.ticker.stop(ticker)
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,
@@ -196,5 +207,30 @@ extension DownloadRun {
         // Synced when it is put in place (with the rename in one blocking job, or before
         // the app's completion hook's transaction).
         return try await finish(record: current, length: length, hasher: hasher, unsynced: file)
+    }
+
+    /// On the way out of a failed or stopped body, a small file's unnamed partial is named,
+    /// so what arrived is kept (a pause, a hand-off, a retry resume from it; a path that
+    /// discards it deletes it by that name). Named only while the download is still this
+    /// run's: another process that cancelled it could not delete a file without a name, so
+    /// the record is read once the name exists (in a task of its own: a pause has cancelled
+    /// this one), and a download gone or taken meanwhile gets its name taken back. A name
+    /// another run took first is that run's: this one stops. `false`: nothing is kept (the
+    /// file system refused the name; its bytes go with the descriptor).
+    func keepUnnamedBytes(_ file: PartialFile) async throws -> Bool {
+        guard file.isUnnamed else { return true }
+        guard let named = try? file.materialize() else { return false }   // a refused name loses at most this small file's bytes, which nothing recorded
+        guard named else { throw ExternalStop() }
+        let db = self.db, id = self.id, owner = context.owner
+        let mine = await Task {
+            do {
+                guard let record = try await db.record(id: id) else { return false }
+                return record.state == .downloading && !owner.isBlocked(by: record)
+            } catch {
+                return true   // unreadable: kept, as a named partial is
+            }
+        }.value
+        guard mine else { file.unname(); throw ExternalStop() }
+        return true
     }
 }

@@ -114,11 +114,19 @@ extension Downloader {
         case let .failed(error): end = .failed(error)
         case let .paused(error): end = .paused(error)
         case let .interrupted(unsaved):
-            let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
+            let read = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) }
+            let record = read ?? nil
             if let record, record.state == .completed {
                 // The run completed the record before the stop reached it: that is how it
                 // ended (a cancel then goes on as for any completed download).
                 end = .completed(record)
+                break
+            }
+            if case .some(.none) = read {
+                // Gone: another process cancelled it before this stop was recorded (and its
+                // partial, if the run had named one; RELIABILITY.md). Nothing is left to pause.
+                liveURLs[id] = nil
+                end = .cancelled
                 break
             }
             let partial = record.map { context.fileURL($0.partialPath) }

@@ -14,6 +14,8 @@ public final class PartialFile {
     /// The file's path.
     public let url: URL
     var fd: Int32
+    /// Whether the file has no name yet (``init(unnamedAt:bufferSize:)``, ``materialize()``).
+    var isUnnamed = false
     /// The buffer bytes gather in; `spare` is the other one, written in the background.
     var current: StagingBuffer
     var spare: StagingBuffer
@@ -55,7 +57,7 @@ public final class PartialFile {
         self.init(url: url, fd: fd, writingAt: offset, bufferSize: bufferSize, directIO: true)
     }
 
-    private init(url: URL, fd: Int32, writingAt offset: Int64, bufferSize: Int, directIO: Bool) {
+    init(url: URL, fd: Int32, writingAt offset: Int64, bufferSize: Int, directIO: Bool) {
         self.url = url
         self.fd = fd
         let size = (max(bufferSize, 64 << 10) + 4095) / 4096 * 4096
