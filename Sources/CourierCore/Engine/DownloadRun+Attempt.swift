@@ -178,12 +178,16 @@ extension DownloadRun {
 
         try await file.settle()
         try file.flush()
-        guard try file.materialize() else { throw ExternalStop() }
         let length = file.logicalLength
         context.ticker.stop(ticker)
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: plan.totalBytes,
                                                        bytesPerSecond: 0, secondsRemaining: 0)))
         let whole = (plan.expectedBodyLength.map { received >= $0 } ?? true) && (plan.totalBytes.map { length >= $0 } ?? true)
+        // Short of whole, the record claims the bytes: a small file's partial is named first.
+        // (Whole, it is put in place unnamed: `markCompleted`.)
+        if !whole || (plan.totalBytes == nil && record.expectedBytes.map { length < $0 } == true) {
+            guard try await keepUnnamedBytes(file) else { throw CourierError(.writeFailed, "the partial file \(partialURL.lastPathComponent) could not be named") }
+        }
         if !whole {
             current = try await persist { setPlan(&$0); $0.bytesReceived = length }
             if let expected = plan.expectedBodyLength, received < expected {

@@ -68,20 +68,24 @@ extension DownloadRun {
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
-        let syncPartial = try moving.map { try Self.syncStep(for: $0.partial, unsynced) }
-        guard let hook = context.completionHooks.hook(for: id) else {
+        let hook = context.completionHooks.hook(for: id)
+        // An unnamed partial (a small body) is named first unless it goes straight to its
+        // final name below (no hook: the hook's transaction renames a named partial).
+        if let unsynced, unsynced.isUnnamed, hook != nil || moving == nil {
+            guard try unsynced.materialize() else { throw ExternalStop() }
+        }
+        guard let hook else {
             // What this run puts in place where nothing was (`nil`: nothing moved, or it
             // replaced a file the user had: that one is never taken back).
             var placed: (device: UInt64, inode: UInt64)?
-            if let moving, let syncPartial {
-                let partial = moving.partial, final = moving.final
-                // The partial's fsync, the rename and the folder's fsync: one trip to the
-                // blocking pool, in that order (two trips cost a hand-off each way per file).
-                placed = try await Blocking.run {
-                    try syncPartial()
-                    let replacing = PartialFile.identity(at: final) != nil
-                    try PartialFile.finalize(partial: partial, to: final)
-                    return replacing ? nil : PartialFile.identity(at: final)
+            if let moving {
+                // The partial's fsync, the rename (or, unnamed, the link) and the folder's
+                // fsync: one trip to the blocking pool, in that order (two trips cost a
+                // hand-off each way per file).
+                switch try await Blocking.run(try PartialFile.placeStep(moving, unsynced)) {
+                case let .new(device, inode): placed = (device, inode)
+                case .replaced: break
+                case .nameTaken: throw ExternalStop()
                 }
                 if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             }
@@ -100,7 +104,7 @@ extension DownloadRun {
             return done
         }
         // With the app's hook, the bytes are synced before its transaction begins.
-        if let syncPartial { try await Blocking.run(syncPartial) }
+        if let moving { try await Blocking.run(try Self.syncStep(for: moving.partial, unsynced)) }
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {
             let partial = moving.partial, final = moving.final

@@ -72,3 +72,60 @@ extension PartialFile {
         #endif
     }
 }
+
+extension PartialFile {
+    /// Where a finished partial went (``place(_:partial:final:)``, ``placeStep(_:_:)``).
+    enum Placement {
+        /// At the final path, where nothing was: the file's identity, to tell later whether
+        /// the path still names it.
+        case new(device: UInt64, inode: UInt64)
+        /// At the final path, over a file that was there (never taken back).
+        case replaced
+        /// Not placed: another run of the download holds the partial's name.
+        case nameTaken
+    }
+
+    /// The blocking step that syncs a finished partial and puts it at `final`, its folder
+    /// synced after. An unnamed one (handed over here) gets the final name directly where
+    /// nothing is there: one folder entry added, instead of a name and a rename.
+    static func placeStep(_ moving: (partial: URL, final: URL), _ unsynced: PartialFile?) throws -> @Sendable () throws -> Placement {
+        let partial = moving.partial, final = moving.final
+        if let unsynced, unsynced.isUnnamed {
+            let fd = try unsynced.handOver()
+            return { try place(fd, partial: partial, final: final) }
+        }
+        let fd = try unsynced?.handOver()
+        return {
+            if let fd { try syncAndClose(fd, partial) } else { try sync(at: partial) }
+            let replacing = identity(at: final) != nil
+            try finalize(partial: partial, to: final)
+            guard !replacing, let placed = identity(at: final) else { return .replaced }
+            return .new(device: placed.device, inode: placed.inode)
+        }
+    }
+
+    /// Syncs an unnamed partial's descriptor and links it at `final`; with something there
+    /// already, names it as the partial and renames it over that, as any partial. Closes the
+    /// descriptor. Blocks.
+    static func place(_ fd: Int32, partial: URL, final: URL) throws -> Placement {
+        defer { _ = closeDescriptor(fd) }
+        if Durability.sync(fd) != 0 { throw error(errno, "fsync", partial) }
+        #if os(Linux)
+        try Durability.createFolder(final.deletingLastPathComponent())
+        if linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, final.path, AT_SYMLINK_FOLLOW) == 0 {
+            let dfd = open(final.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else { throw error(errno, "stat", final) }
+            return .new(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        }
+        guard errno == EEXIST else { throw error(errno, "name", final) }
+        guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, partial.path, AT_SYMLINK_FOLLOW) == 0 else {
+            if errno == EEXIST { return .nameTaken }
+            throw error(errno, "name", partial)
+        }
+        #endif
+        try finalize(partial: partial, to: final)
+        return .replaced
+    }
+}

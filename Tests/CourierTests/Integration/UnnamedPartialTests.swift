@@ -134,4 +134,48 @@ import Testing
             await d.shutdown(); await other.shutdown()
         }
     }
+
+    /// Put in place unnamed: linked at the final name where nothing is (no partial name
+    /// ever), over an existing file by way of the partial's name and a rename, and not at all
+    /// when another run holds the partial's name.
+    @Test func anUnnamedPartialIsPlacedByItsDescriptor() throws {
+        #if os(Linux)
+        let dir = Self.folder()
+        defer { try? FileManager.default.removeItem(at: dir) }   // a temporary folder
+        let partial = dir.appendingPathComponent("a.bin.partial"), final = dir.appendingPathComponent("a.bin")
+        func placing(_ bytes: Data, meanwhile: () throws -> Void = {}) throws -> PartialFile.Placement {
+            let file = try PartialFile(unnamedAt: partial, bufferSize: 64 << 10)
+            try Self.write(bytes, to: file)
+            try meanwhile()
+            return try PartialFile.placeStep((partial, final), file)()
+        }
+        guard case let .new(device, inode) = try placing(Data(repeating: 1, count: 70_000)) else { Issue.record("not placed as new"); return }
+        #expect(PartialFile.identity(at: final).map { $0 == (device, inode) } == true)
+        #expect(try Data(contentsOf: final) == Data(repeating: 1, count: 70_000) && !FileManager.default.fileExists(atPath: partial.path))
+        guard case .replaced = try placing(Data(repeating: 2, count: 5)) else { Issue.record("not placed over the old file"); return }
+        #expect(try Data(contentsOf: final) == Data(repeating: 2, count: 5) && !FileManager.default.fileExists(atPath: partial.path))
+        guard case .nameTaken = try placing(Data(repeating: 3, count: 5), meanwhile: { try Data("another run's".utf8).write(to: partial) }) else { Issue.record("placed over another run's partial"); return }
+        #expect(try Data(contentsOf: final) == Data(repeating: 2, count: 5) && (try Data(contentsOf: partial)) == Data("another run's".utf8))
+        #endif
+    }
+
+    /// Another process cancels a small download between its file's placement and its
+    /// completing write, where the user already had a file at that path: the new version
+    /// stays (only a file put where nothing was is taken back; the user's old one is gone
+    /// with the replacement either way).
+    @Test func aCancelAfterReplacingAUsersFileLeavesTheNewFile() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("r.bin", size: 300_000)
+            try Data("the user's older version".utf8).write(to: fx.root.appendingPathComponent("r.bin"))
+            let d = try fx.downloader { $0.pauseAfterRename = .seconds(4) }
+            let other = try fx.downloader()
+            let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "r") } }
+            try await d.enqueue(DownloadRequest(id: "r", url: fx.url("r.bin"), destination: "r.bin"))
+            #expect(try await eventually { fx.finalData("r.bin") == data })   // in place; the record not yet completed
+            try await other.cancel(id: "r")
+            #expect(await waiter.value == CourierError.Code.cancelled.rawValue)
+            #expect(fx.finalData("r.bin") == data && !fx.exists("r.bin.partial"))
+            await d.shutdown(); await other.shutdown()
+        }
+    }
 }
