@@ -69,12 +69,18 @@ extension DownloadRun {
         try DiskSpace.check(toWrite: plan.expectedBodyLength ?? 0, at: partialURL, reserve: config.freeSpaceReserve)
 
         // A small file from zero keeps nothing across a kill (its validators are recorded with
-        // its completion): its partial is named only when something relies on its bytes.
+        // its completion): its partial is named only when something relies on its bytes
+        // (DownloadRun+UnnamedPartial). Not with an app's completion hook: its transaction
+        // renames a partial that has a name, which another process's cancel can delete.
         let small = plan.offset == 0 && (plan.expectedBodyLength.map { $0 <= 1 << 20 } ?? false)
-        let file = try small ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
+        let unnamed = small && context.completionHooks.hook(for: id) == nil
+        // What earlier attempts left: a short body of unannounced length must add to it
+        // (read first: a new unnamed partial deletes it).
+        let heldEarlier = unnamed && plan.totalBytes == nil ? PartialFile.length(at: partialURL) : nil
+        let file = try unnamed ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
             : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
-        let heldBefore = file.logicalLength   // what earlier attempts left: a short body of unannounced length must add to it
+        let heldBefore = heldEarlier ?? file.logicalLength
         if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
         var hasher: SHA256? = nil
         if record.expectedSHA256 != nil { hasher = try Self.hasher(prefixOf: partialURL, length: plan.offset) }
@@ -211,30 +217,5 @@ extension DownloadRun {
         // Synced when it is put in place (with the rename in one blocking job, or before
         // the app's completion hook's transaction).
         return try await finish(record: current, length: length, hasher: hasher, unsynced: file)
-    }
-
-    /// On the way out of a failed or stopped body, a small file's unnamed partial is named,
-    /// so what arrived is kept (a pause, a hand-off, a retry resume from it; a path that
-    /// discards it deletes it by that name). Named only while the download is still this
-    /// run's: another process that cancelled it could not delete a file without a name, so
-    /// the record is read once the name exists (in a task of its own: a pause has cancelled
-    /// this one), and a download gone or taken meanwhile gets its name taken back. A name
-    /// another run took first is that run's: this one stops. `false`: nothing is kept (the
-    /// file system refused the name; its bytes go with the descriptor).
-    func keepUnnamedBytes(_ file: PartialFile) async throws -> Bool {
-        guard file.isUnnamed else { return true }
-        guard let named = try? file.materialize() else { return false }   // a refused name loses at most this small file's bytes, which nothing recorded
-        guard named else { throw ExternalStop() }
-        let db = self.db, id = self.id, owner = context.owner
-        let mine = await Task {
-            do {
-                guard let record = try await db.record(id: id) else { return false }
-                return record.state == .downloading && !owner.isBlocked(by: record)
-            } catch {
-                return true   // unreadable: kept, as a named partial is
-            }
-        }.value
-        guard mine else { file.unname(); throw ExternalStop() }
-        return true
     }
 }

@@ -69,26 +69,30 @@ extension DownloadRun {
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         let hook = context.completionHooks.hook(for: id)
-        // An unnamed partial (a small body) is named first unless it goes straight to its
-        // final name below (no hook: the hook's transaction renames a named partial).
-        if let unsynced, unsynced.isUnnamed, hook != nil || moving == nil {
-            guard try unsynced.materialize() else { throw ExternalStop() }
+        // An unnamed partial (a small body) goes straight to its final name where nothing is
+        // there and no hook waits (DownloadRun+UnnamedPartial); else it is named first,
+        // once the download is known to be still this run's, and renamed as any partial.
+        var placed: (device: UInt64, inode: UInt64)?
+        if let unsynced, unsynced.isUnnamed {
+            if hook == nil, let moving { placed = try await linkUnnamed(unsynced, at: moving.final) }
+            if placed == nil { try await nameUnnamed(unsynced) }
         }
         guard let hook else {
-            // What this run puts in place where nothing was (`nil`: nothing moved, or it
-            // replaced a file the user had: that one is never taken back).
-            var placed: (device: UInt64, inode: UInt64)?
-            if let moving {
-                // The partial's fsync, the rename (or, unnamed, the link) and the folder's
-                // fsync: one trip to the blocking pool, in that order (two trips cost a
-                // hand-off each way per file).
-                switch try await Blocking.run(try PartialFile.placeStep(moving, unsynced)) {
-                case let .new(device, inode): placed = (device, inode)
-                case .replaced: break
-                case .nameTaken: throw ExternalStop()
+            // `placed`: what this run puts in place where nothing was (`nil`: nothing moved,
+            // or it replaced a file the user had: that one is never taken back).
+            if let moving, placed == nil {
+                let partial = moving.partial, final = moving.final
+                let syncPartial = try Self.syncStep(for: partial, unsynced)
+                // The partial's fsync, the rename and the folder's fsync: one trip to the
+                // blocking pool, in that order (two trips cost a hand-off each way per file).
+                placed = try await Blocking.run {
+                    try syncPartial()
+                    let replacing = PartialFile.identity(at: final) != nil
+                    try PartialFile.finalize(partial: partial, to: final)
+                    return replacing ? nil : PartialFile.identity(at: final)
                 }
-                if let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             }
+            if moving != nil, let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
             // Past the point of no return once the file is in place: the completing write (and
             // the take-back below) runs even when this run was stopped meanwhile, in a task of
             // its own that the stop does not cancel; the run then ends completed, and a cancel

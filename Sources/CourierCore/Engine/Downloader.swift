@@ -221,8 +221,13 @@ public actor Downloader {
             if await stoppedRunCancelled(id) { return true }
             let record = try await storedRecord(id)
             closeHandOffProgress(id)
-            unlink(context.fileURL(record.partialPath).path)
+            let partial = context.fileURL(record.partialPath).path
+            unlink(partial)
             try await context.database.delete(id: id)
+            // Again: a run in another process may have named a small download's unnamed
+            // partial in between (it checks the record after naming; this catches a name
+            // given just before the record went).
+            unlink(partial)
             return false
         }
         if !stoppedRun { context.hub.publish(.ended(id: id, .cancelled)) }

@@ -53,8 +53,19 @@ extension PartialFile {
     #if os(Linux)
     /// `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`), which Glibc's module does not export.
     static let tmpFileFlag: Int32 = 0o20_000_000 | O_DIRECTORY
-    /// Whether this process can name an unnamed file (through `/proc/self/fd`).
-    static let canLink: Bool = access("/proc/self/fd", X_OK) == 0
+    /// Whether this process can name an unnamed file (through `/proc/self/fd`): tried once,
+    /// in the temporary folder, so a sandbox that refuses it keeps named partials instead of
+    /// failing every small download.
+    static let canLink: Bool = {
+        let dir = NSTemporaryDirectory()
+        let fd = open(dir, tmpFileFlag | O_WRONLY | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return access("/proc/self/fd", X_OK) == 0 }   // no O_TMPFILE here: each folder tries its own
+        defer { _ = closeDescriptor(fd) }
+        let name = (dir as NSString).appendingPathComponent("courier-link-probe-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0 else { return false }
+        unlink(name)
+        return true
+    }()
     #endif
 }
 
@@ -74,58 +85,22 @@ extension PartialFile {
 }
 
 extension PartialFile {
-    /// Where a finished partial went (``place(_:partial:final:)``, ``placeStep(_:_:)``).
-    enum Placement {
-        /// At the final path, where nothing was: the file's identity, to tell later whether
-        /// the path still names it.
-        case new(device: UInt64, inode: UInt64)
-        /// At the final path, over a file that was there (never taken back).
-        case replaced
-        /// Not placed: another run of the download holds the partial's name.
-        case nameTaken
-    }
-
-    /// The blocking step that syncs a finished partial and puts it at `final`, its folder
-    /// synced after. An unnamed one (handed over here) gets the final name directly where
-    /// nothing is there: one folder entry added, instead of a name and a rename.
-    static func placeStep(_ moving: (partial: URL, final: URL), _ unsynced: PartialFile?) throws -> @Sendable () throws -> Placement {
-        let partial = moving.partial, final = moving.final
-        if let unsynced, unsynced.isUnnamed {
-            let fd = try unsynced.handOver()
-            return { try place(fd, partial: partial, final: final) }
-        }
-        let fd = try unsynced?.handOver()
-        return {
-            if let fd { try syncAndClose(fd, partial) } else { try sync(at: partial) }
-            let replacing = identity(at: final) != nil
-            try finalize(partial: partial, to: final)
-            guard !replacing, let placed = identity(at: final) else { return .replaced }
-            return .new(device: placed.device, inode: placed.inode)
-        }
-    }
-
-    /// Syncs an unnamed partial's descriptor and links it at `final`; with something there
-    /// already, names it as the partial and renames it over that, as any partial. Closes the
-    /// descriptor. Blocks.
-    static func place(_ fd: Int32, partial: URL, final: URL) throws -> Placement {
-        defer { _ = closeDescriptor(fd) }
+    /// Syncs an unnamed partial's descriptor and links it at `final`, then syncs the folder:
+    /// the order a rename has. Returns the identity of the file now at `final`; `nil` when
+    /// something is there already (nothing linked). The descriptor stays open. Blocks.
+    static func link(_ fd: Int32, partial: URL, final: URL) throws -> (device: UInt64, inode: UInt64)? {
         if Durability.sync(fd) != 0 { throw error(errno, "fsync", partial) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw error(errno, "stat", partial) }
         #if os(Linux)
         try Durability.createFolder(final.deletingLastPathComponent())
-        if linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, final.path, AT_SYMLINK_FOLLOW) == 0 {
-            let dfd = open(final.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
-            var st = stat()
-            guard fstat(fd, &st) == 0 else { throw error(errno, "stat", final) }
-            return .new(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+        guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, final.path, AT_SYMLINK_FOLLOW) == 0 else {
+            if errno == EEXIST { return nil }
+            throw error(errno, "name", final)
         }
-        guard errno == EEXIST else { throw error(errno, "name", final) }
-        guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, partial.path, AT_SYMLINK_FOLLOW) == 0 else {
-            if errno == EEXIST { return .nameTaken }
-            throw error(errno, "name", partial)
-        }
+        let dfd = open(final.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
         #endif
-        try finalize(partial: partial, to: final)
-        return .replaced
+        return (UInt64(st.st_dev), UInt64(st.st_ino))
     }
 }

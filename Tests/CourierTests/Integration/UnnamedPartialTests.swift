@@ -97,7 +97,7 @@ import Testing
             try fx.serve("p.bin", size: 900_000)
             var fault = Fault(); fault.bytesPerSecond = 150_000
             fx.origin.setFault(fault, for: "/p.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(2) }
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(3) }
             let other = try fx.downloader()
             let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "p") { if let end = e.end { return end } }; return nil }
             var events = d.events(for: "p").makeAsyncIterator()
@@ -136,26 +136,24 @@ import Testing
     }
 
     /// Put in place unnamed: linked at the final name where nothing is (no partial name
-    /// ever), over an existing file by way of the partial's name and a rename, and not at all
-    /// when another run holds the partial's name.
-    @Test func anUnnamedPartialIsPlacedByItsDescriptor() throws {
+    /// ever), with the identity the take-back compares; where something is, nothing is
+    /// linked and that file is untouched (the run then names the partial and renames it).
+    @Test func anUnnamedPartialIsLinkedAtItsFinalNameOnlyWhereNothingIs() throws {
         #if os(Linux)
         let dir = Self.folder()
         defer { try? FileManager.default.removeItem(at: dir) }   // a temporary folder
         let partial = dir.appendingPathComponent("a.bin.partial"), final = dir.appendingPathComponent("a.bin")
-        func placing(_ bytes: Data, meanwhile: () throws -> Void = {}) throws -> PartialFile.Placement {
+        func linking(_ bytes: Data) throws -> (device: UInt64, inode: UInt64)? {
             let file = try PartialFile(unnamedAt: partial, bufferSize: 64 << 10)
+            defer { try? file.close() }   // closes the descriptor; the bytes stay under whatever name they got
             try Self.write(bytes, to: file)
-            try meanwhile()
-            return try PartialFile.placeStep((partial, final), file)()
+            return try PartialFile.link(file.fd, partial: partial, final: final)
         }
-        guard case let .new(device, inode) = try placing(Data(repeating: 1, count: 70_000)) else { Issue.record("not placed as new"); return }
-        #expect(PartialFile.identity(at: final).map { $0 == (device, inode) } == true)
+        let placed = try #require(try linking(Data(repeating: 1, count: 70_000)))
+        #expect(PartialFile.identity(at: final).map { $0 == placed } == true)
         #expect(try Data(contentsOf: final) == Data(repeating: 1, count: 70_000) && !FileManager.default.fileExists(atPath: partial.path))
-        guard case .replaced = try placing(Data(repeating: 2, count: 5)) else { Issue.record("not placed over the old file"); return }
-        #expect(try Data(contentsOf: final) == Data(repeating: 2, count: 5) && !FileManager.default.fileExists(atPath: partial.path))
-        guard case .nameTaken = try placing(Data(repeating: 3, count: 5), meanwhile: { try Data("another run's".utf8).write(to: partial) }) else { Issue.record("placed over another run's partial"); return }
-        #expect(try Data(contentsOf: final) == Data(repeating: 2, count: 5) && (try Data(contentsOf: partial)) == Data("another run's".utf8))
+        #expect(try linking(Data(repeating: 2, count: 5)) == nil)
+        #expect(try Data(contentsOf: final) == Data(repeating: 1, count: 70_000) && !FileManager.default.fileExists(atPath: partial.path))
         #endif
     }
 
@@ -178,4 +176,62 @@ import Testing
             await d.shutdown(); await other.shutdown()
         }
     }
+
+    /// Another process cancels a small download while its bytes flow, where the user has a
+    /// file at its final path: the run cannot link there, names the partial, finds the
+    /// download gone, takes the name back and stops. The user's file is untouched.
+    @Test func aCancelElsewhereMidBodyNeverReplacesTheUsersFile() async throws {
+        try await withFixture { fx in
+            try fx.serve("u.bin", size: 600_000)
+            try Data("the user's own".utf8).write(to: fx.root.appendingPathComponent("u.bin"))
+            var fault = Fault(); fault.bytesPerSecond = 400_000
+            fx.origin.setFault(fault, for: "/u.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
+            let other = try fx.downloader()
+            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "u") { if let end = e.end { return end } }; return nil }
+            var events = d.events(for: "u").makeAsyncIterator()
+            try await d.enqueue(DownloadRequest(id: "u", url: fx.url("u.bin"), destination: "u.bin"))
+            while let event = await events.next() {   // the body flows (1.5 s at this rate)
+                if case let .progress(p) = event, p.bytesReceived > 0 { break }
+            }
+            try await other.cancel(id: "u")
+            #expect(await ended.value == .cancelled)
+            #expect(fx.finalData("u.bin") == Data("the user's own".utf8) && !fx.exists("u.bin.partial"))
+            await d.shutdown(); await other.shutdown()
+        }
+    }
+
+    /// With an app's completion hook the partial has a name from the start (its transaction
+    /// renames a named partial): another process's cancel mid-body deletes it, and nothing is
+    /// left, neither the partial nor the final file nor the app's row.
+    @Test func withACompletionHookACancelElsewhereMidBodyLeavesNothing() async throws {
+        try await withFixture { fx in
+            try fx.serve("h.bin", size: 600_000)
+            var fault = Fault(); fault.bytesPerSecond = 400_000
+            fx.origin.setFault(fault, for: "/h.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
+            let hooked = HookCalls()
+            try d.onCompletion(ofIDsWithPrefix: "h") { _, _ in hooked.add() }
+            let other = try fx.downloader()
+            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "h") { if let end = e.end { return end } }; return nil }
+            var events = d.events(for: "h").makeAsyncIterator()
+            try await d.enqueue(DownloadRequest(id: "h", url: fx.url("h.bin"), destination: "h.bin"))
+            while let event = await events.next() {
+                if case let .progress(p) = event, p.bytesReceived > 0 { break }
+            }
+            #expect(fx.exists("h.bin.partial"))   // named from the start
+            try await other.cancel(id: "h")
+            #expect(await ended.value == .cancelled)
+            #expect(!fx.exists("h.bin") && !fx.exists("h.bin.partial") && hooked.count == 0)
+            await d.shutdown(); await other.shutdown()
+        }
+    }
+}
+
+/// Counts a completion hook's calls (from GRDB's writer).
+final class HookCalls: @unchecked Sendable {   // guarded by its lock
+    private let lock = NSLock()
+    private var calls = 0
+    func add() { lock.lock(); calls += 1; lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return calls }
 }

@@ -1,0 +1,59 @@
+import Foundation
+
+/// When a small download's unnamed partial (`Files/PartialFile+Unnamed.swift`) gets a name,
+/// and how no name outlives the download. Another process cancels a download by deleting
+/// its partial, then its record; a file without a name is out of its reach, so every name
+/// this run gives is checked against the record after it exists, and taken back when the
+/// download is gone or someone else's. (A cancel that lands after that check finds the
+/// name: it deletes it, and the run's next step on it fails, as for any named partial.)
+extension DownloadRun {
+    /// Names `file` (a no-op when it has one), then makes sure the download is still this
+    /// run's: the record is read once the name exists, in a task of its own (a pause has
+    /// cancelled this one); gone or taken meanwhile, the name is taken back and the run
+    /// stops (``ExternalStop``). A name another run took first is that run's: this one
+    /// stops. Throws the file system's error when it refuses the name.
+    func nameUnnamed(_ file: PartialFile) async throws {
+        guard file.isUnnamed else { return }
+        guard try file.materialize() else { throw ExternalStop() }
+        let db = self.db, id = self.id, owner = context.owner
+        let mine = await Task {
+            do {
+                guard let record = try await db.record(id: id) else { return false }
+                return record.state == .downloading && !owner.isBlocked(by: record)
+            } catch {
+                return true   // unreadable: kept, as a named partial is
+            }
+        }.value
+        guard mine else { file.unname(); throw ExternalStop() }
+    }
+
+    /// On the way out of a failed or stopped body: names the partial so what arrived is
+    /// kept (a pause, a hand-off, a retry resume from it; a path that discards it deletes it
+    /// by that name), as ``nameUnnamed(_:)`` does. `false`: nothing is kept (the file system
+    /// refused the name; the bytes go with the descriptor, and nothing recorded them).
+    func keepUnnamedBytes(_ file: PartialFile) async throws -> Bool {
+        do {
+            try await nameUnnamed(file)
+            return true
+        } catch let stop as ExternalStop {
+            throw stop
+        } catch {
+            context.logger.warning("could not name the partial file: \(error); its bytes are not kept", metadata: ["id": "\(id)"])
+            return false
+        }
+    }
+
+    /// Puts a whole unnamed partial in place: synced through its descriptor, linked at the
+    /// final name where nothing is there (one folder entry, where a name and a rename are
+    /// two), the folder synced: the order a rename has. Returns the identity of the file now
+    /// at the final path (for the take-back). `nil` when something is at the final path (a
+    /// user's older version): nothing was linked; the caller names the partial with
+    /// ``nameUnnamed(_:)`` and renames it as any partial, so a cancelled download never
+    /// replaces the user's file.
+    func linkUnnamed(_ file: PartialFile, at final: URL) async throws -> (device: UInt64, inode: UInt64)? {
+        let fd = file.fd, partial = file.url
+        let placed = try await Blocking.run { try PartialFile.link(fd, partial: partial, final: final) }
+        if placed != nil { try file.close() }
+        return placed
+    }
+}
