@@ -70,14 +70,21 @@ extension DownloadRun {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         let hook = context.completionHooks.hook(for: id)
         // An unnamed partial (a small body) goes straight to its final name where nothing is
-        // there and no hook waits (DownloadRun+UnnamedPartial); else it is named first,
-        // once the download is known to be still this run's, and renamed as any partial.
+        // there and no hook waits (DownloadRun+UnnamedPartial); else it is named now, once
+        // the download is known to be still this run's (`namedNow`), and renamed inside the
+        // completing write, as for a hook: a cancel elsewhere, which could not delete it
+        // while it had no name, then either comes first (nothing is replaced, and the name
+        // is taken back) or finds the download completed.
         var placed: (device: UInt64, inode: UInt64)?
+        var namedNow: (device: UInt64, inode: UInt64)?
         if let unsynced, unsynced.isUnnamed {
             if hook == nil, let moving { placed = try await linkUnnamed(unsynced, at: moving.final) }
-            if placed == nil { try await nameUnnamed(unsynced) }
+            if placed == nil {
+                try await nameUnnamed(unsynced)
+                namedNow = unsynced.openIdentity
+            }
         }
-        guard let hook else {
+        guard hook != nil || namedNow != nil else {
             // `placed`: what this run puts in place where nothing was (`nil`: nothing moved,
             // or it replaced a file the user had: that one is never taken back).
             if let moving, placed == nil {
@@ -114,7 +121,9 @@ extension DownloadRun {
             let partial = moving.partial, final = moving.final
             lastStep = { try PartialFile.finalize(partial: partial, to: final) }
         }
-        return try await db.complete(id: id, lease: context.owner, complete, hook: hook, lastStep: lastStep)
+        let done = try await db.complete(id: id, lease: context.owner, complete, hook: hook ?? { _, _ in }, lastStep: lastStep)
+        if done == nil, let namedNow, let moving { PartialFile.delete(moving.partial, ifStill: namedNow) }
+        return done
     }
 
 

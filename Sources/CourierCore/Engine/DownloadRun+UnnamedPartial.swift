@@ -10,13 +10,25 @@ extension DownloadRun {
     /// Names `file` (a no-op when it has one), then makes sure the download is still this
     /// run's: the record is read once the name exists, in a task of its own (a pause has
     /// cancelled this one); gone or taken meanwhile, the name is taken back and the run
-    /// stops (``ExternalStop``). A name another run took first is that run's: this one
-    /// stops. Throws the file system's error when it refuses the name.
+    /// stops (``ExternalStop``). A name already at the path is another run's: while the
+    /// download is this run's, that run is a stale one (its lease ran out) and its file
+    /// makes way; else this run stops. Throws the file system's error when it refuses.
     func nameUnnamed(_ file: PartialFile) async throws {
         guard file.isUnnamed else { return }
-        guard try file.materialize() else { throw ExternalStop() }
+        if try !file.materialize() {
+            guard await stillMine() else { throw ExternalStop() }
+            if unlink(file.url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", file.url) }
+            guard try file.materialize() else { throw ExternalStop() }
+        }
+        guard await stillMine() else { file.unname(); throw ExternalStop() }
+    }
+
+    /// Whether the record is still this run's (downloading, under no other lease), read in
+    /// a task a stop does not cancel. Unreadable: yes (as for a named partial, whose next
+    /// guarded write finds out).
+    func stillMine() async -> Bool {
         let db = self.db, id = self.id, owner = context.owner
-        let mine = await Task {
+        return await Task {
             do {
                 guard let record = try await db.record(id: id) else { return false }
                 return record.state == .downloading && !owner.isBlocked(by: record)
@@ -24,7 +36,6 @@ extension DownloadRun {
                 return true   // unreadable: kept, as a named partial is
             }
         }.value
-        guard mine else { file.unname(); throw ExternalStop() }
     }
 
     /// On the way out of a failed or stopped body: names the partial so what arrived is
@@ -53,7 +64,7 @@ extension DownloadRun {
     func linkUnnamed(_ file: PartialFile, at final: URL) async throws -> (device: UInt64, inode: UInt64)? {
         let fd = file.fd, partial = file.url
         let placed = try await Blocking.run { try PartialFile.link(fd, partial: partial, final: final) }
-        if placed != nil { try file.close() }
+        if placed != nil { try? file.close() }   // nothing is staged (flushed before the finish): this only releases the descriptor
         return placed
     }
 }

@@ -59,7 +59,7 @@ extension PartialFile {
     static let canLink: Bool = {
         let dir = NSTemporaryDirectory()
         let fd = open(dir, tmpFileFlag | O_WRONLY | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return access("/proc/self/fd", X_OK) == 0 }   // no O_TMPFILE here: each folder tries its own
+        guard fd >= 0 else { return false }   // cannot be tried: named partials, as before
         defer { _ = closeDescriptor(fd) }
         let name = (dir as NSString).appendingPathComponent("courier-link-probe-\(getpid())-\(UInt32.random(in: 0 ... .max))")
         guard linkat(AT_FDCWD, "/proc/self/fd/\(fd)", AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0 else { return false }
@@ -70,6 +70,20 @@ extension PartialFile {
 }
 
 extension PartialFile {
+    /// The identity (device, inode) of the open file; `nil` once handed over or closed.
+    var openIdentity: (device: UInt64, inode: UInt64)? {
+        var st = stat()
+        guard fd >= 0, fstat(fd, &st) == 0 else { return nil }
+        return (UInt64(st.st_dev), UInt64(st.st_ino))
+    }
+
+    /// Deletes the name `url` when it still names the file `identity` (a name this run gave
+    /// and must take back after its descriptor was handed over).
+    static func delete(_ url: URL, ifStill identity: (device: UInt64, inode: UInt64)) {
+        guard let now = Self.identity(at: url), now == identity else { return }
+        _ = unlink(url.path)
+    }
+
     /// Takes back the name ``materialize()`` gave, when the path still names this file: the
     /// download turned out not to be this run's any more, and a name left behind would
     /// outlive it (or stand in the way of the run it is now). The bytes stay with the
