@@ -34,6 +34,8 @@ public struct Fault: Sendable, Equatable, Codable {
     public var stallAfterBytes: Int64?
     /// How long a stall lasts (query: `stallsecs`, default 3600).
     public var stallSeconds: Double = 3600
+    /// Seconds before the reply's head is sent: a server slow to answer (query: `headerdelay`).
+    public var headerDelaySeconds: Double?
     /// Serve a range from this many bytes before the asked start, aligned down to a
     /// multiple of this value, with an honest Content-Range (query: `align`).
     public var alignRangeStart: Int64?
@@ -83,6 +85,7 @@ public struct Fault: Sendable, Equatable, Codable {
         retryAfter = int("retryafter").map { Int($0) }
         stallAfterBytes = int("stall")
         stallSeconds = query["stallsecs"].flatMap { Double($0) } ?? 3600
+        headerDelaySeconds = query["headerdelay"].flatMap { Double($0) }
         alignRangeStart = int("align")
         contentRangeShift = int("crshift") ?? 0
         contentRangeTotal = int("crtotal")

@@ -10,7 +10,8 @@ struct Serve: AsyncParsableCommand {
         discussion: """
         Misbehave per request with query parameters: drop=N (close after N body bytes), norange=1 \
         (200 to ranges), changeetag=1, weak=1, novalidators=1, gzip=1, status=S&count=K \
-        (answer S to the first K requests), retryafter=N, stall=N&stallsecs=T, align=N, crshift=N, \
+        (answer S to the first K requests), retryafter=N, stall=N&stallsecs=T, headerdelay=T (seconds before \
+        the reply's head), align=N, crshift=N, \
         crtotal=N, cldelta=N (lie about Content-Length), rate=N (bytes/s), redirect=URL, times=K.
         """)
 

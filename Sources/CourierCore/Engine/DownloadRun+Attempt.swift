@@ -80,6 +80,7 @@ extension DownloadRun {
         let file = try unnamed ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
             : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
+        if !file.isUnnamed { openedPartial.set(partialURL, file.openIdentity) }   // (an unnamed one has rules of its own)
         let heldBefore = heldEarlier ?? file.logicalLength
         if file.logicalLength != plan.offset { try file.truncate(to: plan.offset) }
         var hasher: SHA256? = nil

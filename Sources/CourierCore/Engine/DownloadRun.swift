@@ -17,6 +17,7 @@ struct DownloadRun: Sendable {
     let rangeRefresh = RangeRefresh()
     /// What the current attempt's reply would add to the record, not written yet.
     let unsavedReply = UnsavedReply()
+    let openedPartial = OpenedPartial()
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -31,6 +32,7 @@ struct DownloadRun: Sendable {
         } catch is LeasedElsewhere {
             return .leasedElsewhere
         } catch is ExternalStop {
+            await dropOrphanedPartial()
             return .stoppedExternally
         } catch let error as CourierError {
             if Task.isCancelled { return .interrupted(unsaved: unsavedReply.take()) }
@@ -255,5 +257,19 @@ struct DownloadRun: Sendable {
         let taken = stored.map { $0.state != .downloading || context.owner.isBlocked(by: $0) } ?? true
         if taken { context.logger.info("the partial went with the download (\(error)): stopped", metadata: ["id": "\(id)"]) }
         return taken
+    }
+
+    /// Stopped externally: when the record is gone (cancelled elsewhere), the partial this
+    /// run opened goes too, if its path still names that file. (A cancel that landed while
+    /// the run waited for its reply deleted nothing: the file did not exist yet.) Read in a
+    /// task of its own: a stop may have cancelled this one. Taken over instead, the file is
+    /// the new run's.
+    func dropOrphanedPartial() async {
+        guard let opened = openedPartial.take() else { return }
+        let db = self.db, id = self.id
+        let gone = await Task { () -> Bool in
+            do { return try await db.record(id: id) == nil } catch { return false }   // unreadable: left, as it was before
+        }.value
+        if gone { PartialFile.delete(opened.url, ifStill: opened.identity) }
     }
 }

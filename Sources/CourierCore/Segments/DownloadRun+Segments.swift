@@ -48,6 +48,7 @@ extension DownloadRun {
         }) != nil else { throw ExternalStop() }
         unlink(partialURL.path)
         try PartialFile.preallocate(partialURL, length: terms.total)
+        openedPartial.set(partialURL, PartialFile.identity(at: partialURL))
         activity.touch()
         context.logger.info("segmented: \(segments.count) ranges of a \(terms.total)-byte file", metadata: ["id": "\(id)"])
         return try await runSegments(SegmentBoard(segments), terms: terms, url: url, record: record, first: firstBody, outer: activity)

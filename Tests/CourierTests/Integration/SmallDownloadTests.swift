@@ -157,4 +157,27 @@ import Testing
             await d.shutdown()
         }
     }
+
+    /// Another process cancels a download while its run waits for the reply (claimed, no
+    /// file yet, so the cancel deletes nothing); then the reply comes and the run creates
+    /// its partial. When the run stops (the record is gone) it deletes that partial: with a
+    /// completion hook (a small file named from the start) and for a file over 1 MiB.
+    @Test(arguments: [true, false]) func aCancelElsewhereBeforeThePartialExistsLeavesNoPartial(hook: Bool) async throws {
+        try await withFixture { fx in
+            try fx.serve("w.bin", size: hook ? 300_000 : 3_000_000)
+            var fault = Fault(); fault.headerDelaySeconds = 3; fault.bytesPerSecond = 2_000_000
+            fx.origin.setFault(fault, for: "/w.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            if hook { try d.onCompletion(ofIDsWithPrefix: "w") { _, _ in } }
+            let other = try fx.downloader()
+            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "w") { if let end = e.end { return end } }; return nil }
+            try await d.enqueue(DownloadRequest(id: "w", url: fx.url("w.bin"), destination: "w.bin"))
+            #expect(try await eventually { try await fx.database().record(id: "w")?.state == .downloading })
+            #expect(!fx.exists("w.bin.partial"))   // still waiting for the reply
+            try await other.cancel(id: "w")
+            #expect(await ended.value == .cancelled)
+            #expect(!fx.exists("w.bin") && !fx.exists("w.bin.partial"))
+            await d.shutdown(); await other.shutdown()
+        }
+    }
 }
