@@ -149,14 +149,11 @@ extension DownloadRun {
                 if now - lastPersist >= config.progressPersistInterval {
                     lastPersist = now
                     try await file.settle()
-                    // A small file's partial is named first: the record claims bytes under it.
-                    let namedNow = file.isUnnamed
-                    guard try file.materialize() else { throw ExternalStop() }
+                    try await nameUnnamed(file)   // a small file's: the record claims bytes under its name
                     let length = try file.checkpoint()   // bytes reach the file before the record claims them
                     // With the reply's validators: for a small file they were not written before
                     // the body, and `current` becomes this stored record.
                     guard let updated = try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner, { setPlan(&$0); $0.bytesReceived = length }) else {
-                        if namedNow { file.unname() }   // not this run's download any more: the name would outlive it
                         throw ExternalStop()
                     }
                     current = updated

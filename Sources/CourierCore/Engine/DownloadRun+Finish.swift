@@ -73,18 +73,18 @@ extension DownloadRun {
         // there and no hook waits (DownloadRun+UnnamedPartial); else it is named now, once
         // the download is known to be still this run's (`namedNow`), and renamed inside the
         // completing write, as for a hook: a cancel elsewhere, which could not delete it
-        // while it had no name, then either comes first (nothing is replaced, and the name
-        // is taken back) or finds the download completed.
+        // while it had no name, then either comes first (nothing is replaced; the stopped
+        // run deletes the name) or finds the download completed.
         var placed: (device: UInt64, inode: UInt64)?
-        var namedNow: (device: UInt64, inode: UInt64)?
+        var namedNow = false
         if let unsynced, unsynced.isUnnamed {
             if hook == nil, let moving { placed = try await linkUnnamed(unsynced, at: moving.final) }
             if placed == nil {
                 try await nameUnnamed(unsynced)
-                namedNow = unsynced.openIdentity
+                namedNow = true
             }
         }
-        guard hook != nil || namedNow != nil else {
+        guard hook != nil || namedNow else {
             // `placed`: what this run puts in place where nothing was (`nil`: nothing moved,
             // or it replaced a file the user had: that one is never taken back).
             if let moving, placed == nil {
@@ -121,9 +121,7 @@ extension DownloadRun {
             let partial = moving.partial, final = moving.final
             lastStep = { try PartialFile.finalize(partial: partial, to: final) }
         }
-        let done = try await db.complete(id: id, lease: context.owner, complete, hook: hook ?? { _, _ in }, lastStep: lastStep)
-        if done == nil, let namedNow, let moving { PartialFile.delete(moving.partial, ifStill: namedNow) }
-        return done
+        return try await db.complete(id: id, lease: context.owner, complete, hook: hook ?? { _, _ in }, lastStep: lastStep)
     }
 
 

@@ -5,7 +5,7 @@ import Foundation
 /// its partial, then its record; a file without a name is out of its reach, so every name
 /// this run gives is checked against the record after it exists, and taken back when the
 /// download is gone or someone else's. (A cancel that lands after that check finds the
-/// name: it deletes it, and the run's next step on it fails, as for any named partial.)
+/// name, or the run, stopped, deletes it: as for any named partial.)
 extension DownloadRun {
     /// Names `file` (a no-op when it has one), then makes sure the download is still this
     /// run's: the record is read once the name exists, in a task of its own (a pause has
@@ -21,6 +21,9 @@ extension DownloadRun {
             guard try file.materialize() else { throw ExternalStop() }
         }
         guard await stillMine() else { file.unname(); throw ExternalStop() }
+        // From here it is a named partial like any: a later stop with the record gone
+        // deletes it (``DownloadRun/dropOrphanedPartial()``).
+        openedPartial.set(file.url, file.openIdentity)
     }
 
     /// Whether the record is still this run's (downloading, under no other lease), read in

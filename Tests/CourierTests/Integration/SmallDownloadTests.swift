@@ -49,6 +49,18 @@ import Testing
         return (d, data)
     }
 
+    /// Enqueues `file` as download `id` on `d`; returns once its first bytes arrived, with a
+    /// task that waits for the download's end.
+    static func startAndAwaitBytes(_ fx: Fixture, _ d: Downloader, id: String, file: String) async throws -> Task<DownloadEnd?, Never> {
+        let ended = Task { () -> DownloadEnd? in for await e in d.events(for: id) { if let end = e.end { return end } }; return nil }
+        var events = d.events(for: id).makeAsyncIterator()
+        try await d.enqueue(DownloadRequest(id: id, url: fx.url(file), destination: file))
+        while let event = await events.next() {
+            if case let .progress(p) = event, p.bytesReceived > 0 { break }
+        }
+        return ended
+    }
+
     /// Lifts the stall, goes on with `resume`, and checks the download finished whole asking
     /// only for the bytes after `kept`; shuts `d` down.
     static func expectFinishedFromKept(_ fx: Fixture, _ d: Downloader, _ data: Data, _ kept: Int64, resume: () async throws -> Void) async throws {
@@ -106,12 +118,7 @@ import Testing
             fx.origin.setFault(fault, for: "/c.bin")
             let running = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
             let other = try fx.downloader()
-            let ended = Task { () -> DownloadEnd? in for await e in running.events(for: "c") { if let end = e.end { return end } }; return nil }
-            try await running.enqueue(DownloadRequest(id: "c", url: fx.url("c.bin"), destination: "c.bin"))
-            var events = running.events(for: "c").makeAsyncIterator()
-            while let event = await events.next() {   // the body flows (1.5 s at this rate)
-                if case let .progress(p) = event, p.bytesReceived > 0 { break }
-            }
+            let ended = try await Self.startAndAwaitBytes(fx, running, id: "c", file: "c.bin")   // the body flows (1.5 s at this rate)
             try await other.cancel(id: "c")
             #expect(await ended.value == .cancelled)   // not a failure to rename: stopped by the other process
             #expect(!fx.exists("c.bin") && !fx.exists("c.bin.partial"))

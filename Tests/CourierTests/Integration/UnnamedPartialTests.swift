@@ -99,12 +99,7 @@ import Testing
             fx.origin.setFault(fault, for: "/p.bin")
             let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(3) }
             let other = try fx.downloader()
-            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "p") { if let end = e.end { return end } }; return nil }
-            var events = d.events(for: "p").makeAsyncIterator()
-            try await d.enqueue(DownloadRequest(id: "p", url: fx.url("p.bin"), destination: "p.bin"))
-            while let event = await events.next() {
-                if case let .progress(p) = event, p.bytesReceived > 0 { break }
-            }
+            let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "p", file: "p.bin")
             #if os(Linux)
             #expect(!fx.exists("p.bin.partial"))
             #endif
@@ -190,12 +185,7 @@ import Testing
             fx.origin.setFault(fault, for: "/u.bin")
             let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
             let other = try fx.downloader()
-            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "u") { if let end = e.end { return end } }; return nil }
-            var events = d.events(for: "u").makeAsyncIterator()
-            try await d.enqueue(DownloadRequest(id: "u", url: fx.url("u.bin"), destination: "u.bin"))
-            while let event = await events.next() {   // the body flows (1.5 s at this rate)
-                if case let .progress(p) = event, p.bytesReceived > 0 { break }
-            }
+            let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "u", file: "u.bin")
             try await other.cancel(id: "u")
             #expect(await ended.value == .cancelled)
             #expect(fx.finalData("u.bin") == Data("the user's own".utf8) && !fx.exists("u.bin.partial"))
@@ -215,12 +205,7 @@ import Testing
             let hooked = HookCalls()
             try d.onCompletion(ofIDsWithPrefix: "h") { _, _ in hooked.add() }
             let other = try fx.downloader()
-            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "h") { if let end = e.end { return end } }; return nil }
-            var events = d.events(for: "h").makeAsyncIterator()
-            try await d.enqueue(DownloadRequest(id: "h", url: fx.url("h.bin"), destination: "h.bin"))
-            while let event = await events.next() {
-                if case let .progress(p) = event, p.bytesReceived > 0 { break }
-            }
+            let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "h", file: "h.bin")
             #expect(fx.exists("h.bin.partial"))   // named from the start
             try await other.cancel(id: "h")
             #expect(await ended.value == .cancelled)
