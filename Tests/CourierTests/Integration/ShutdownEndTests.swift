@@ -62,7 +62,9 @@ import CourierOrigin
             try fx.serve("p.bin", size: 1 << 20)
             var stall = Fault(); stall.stallAfterBytes = 200_000
             fx.origin.setFault(stall, for: "/p.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.leaseDuration = .seconds(300) }
+            // No progress writes: on a loaded machine one could start after the writer is held
+            // (bytes still arriving up to the stall) and keep the run waiting on it.
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.leaseDuration = .seconds(300); $0.progressPersistInterval = .seconds(600) }
             var events = d.events(for: "p").makeAsyncIterator()
             try await d.enqueue(DownloadRequest(id: "p", url: fx.url("p.bin"), destination: "p.bin"))
             // Bytes arrived: the run is past its claim, waiting for more that do not come.
