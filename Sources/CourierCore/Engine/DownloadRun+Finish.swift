@@ -82,6 +82,7 @@ extension DownloadRun {
             if placed == nil {
                 try await nameUnnamed(unsynced)
                 namedNow = true
+                if let pause = config.pauseAfterNaming { try? await Task.sleep(for: pause) }   // a test pause; the completing write judges what happened meanwhile
             }
         }
         guard hook != nil || namedNow else {

@@ -52,6 +52,10 @@ public struct DownloaderConfiguration: Sendable {
     /// For tests only: a pause after the record is completed, before the run reports it,
     /// so a stop can arrive in that window (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var pauseAfterCompleting: Duration? = nil
+    /// For tests only: a pause after a finished small download's unnamed partial is named,
+    /// before the completing write that renames it, so a cancel elsewhere can land in that
+    /// window (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var pauseAfterNaming: Duration? = nil
     /// Whether full buffers of a single-connection download are written with `O_DIRECT`
     /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
     /// tests only (`@_spi(Testing) import Courier`).

@@ -197,6 +197,31 @@ import Testing
         }
     }
 
+    /// The window the rename inside the completing write closes: over a user's file, a
+    /// finished small download names its partial (the record read then says it is still
+    /// this run's), and another process's cancel deletes the record before the completing
+    /// write begins, its second deletion of the partial not yet made. The test plays that
+    /// cancel's record deletion itself, so the partial keeps its name: a rename outside the
+    /// completing write would put the cancelled download over the user's file here. The
+    /// completing write finds no record and renames nothing; the stopped run deletes the
+    /// name it gave.
+    @Test func aRecordDeletedAfterTheFinishedPartialIsNamedNeverReplacesTheUsersFile() async throws {
+        try await withFixture { fx in
+            try fx.serve("w.bin", size: 200_000)
+            let mine = Data("the user's own".utf8)
+            try mine.write(to: fx.root.appendingPathComponent("w.bin"))
+            let d = try fx.downloader { $0.pauseAfterNaming = .seconds(6); $0.progressPersistInterval = .seconds(600) }
+            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "w") { if let end = e.end { return end } }; return nil }
+            try await d.enqueue(DownloadRequest(id: "w", url: fx.url("w.bin"), destination: "w.bin"))
+            // Named only at the finish (no progress write), then held by the pause.
+            #expect(try await eventually(timeout: .seconds(30)) { fx.exists("w.bin.partial") })
+            #expect(try await fx.database().delete(id: "w"))
+            #expect(await ended.value == .cancelled)
+            #expect(fx.finalData("w.bin") == mine && !fx.exists("w.bin.partial"))
+            await d.shutdown()
+        }
+    }
+
     /// With an app's completion hook the partial has a name from the start (its transaction
     /// renames a named partial): another process's cancel mid-body deletes it, and nothing is
     /// left, neither the partial nor the final file nor the app's row.
