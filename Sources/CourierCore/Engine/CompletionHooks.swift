@@ -59,9 +59,10 @@ extension CourierDatabase {
                   hook: @escaping CompletionHook, lastStep: (@Sendable () throws -> Void)?) async throws -> DownloadRecord? {
         try await write { db in
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .downloading, !lease.isBlocked(by: record) else { return nil }
+            let stored = record
             change(&record)
             record.updatedAt = Date()
-            try record.updateRow(db)
+            try record.updateRow(db, from: stored)
             do { try hook(db, record) } catch {
                 let why = (error as? CourierError)?.description ?? String(describing: error)
                 throw CourierError(.completionHook, "the app's completion hook threw, so download \(id) was not completed (its bytes are kept; resuming runs the hook again): \(why)",

@@ -105,6 +105,7 @@ extension Downloader {
         // past the kept bytes, which only the end of the hand-off cuts off.
         if existing.state == .handedOff { return Upsert(record: existing, disposition: .handedOff) }
         if owner.isBlocked(by: existing) { return Upsert(record: existing, disposition: .leasedElsewhere) }
+        let stored = existing
         var discard: [String] = []
         let final = root.appendingPathComponent(p.destination, isDirectory: false)
         // The finished file in place is this request's file: same place, same URL (secrets
@@ -154,7 +155,7 @@ extension Downloader {
             discard.append(p.partial)
         }
         existing.updatedAt = Date()
-        try existing.updateRow(db)
+        try existing.updateRow(db, from: stored)
         return Upsert(record: existing, disposition: .queued, discard: discard)
     }
 }

@@ -26,9 +26,10 @@ extension CourierDatabase {
                 try Segment.filter(Segment.Columns.downloadId == id).deleteAll(db)
             }
             let handOff = HandOffRecord(record: record, kept: kept, owner: owner)
+            let stored = record
             record.handOff(keeping: kept)
             record.updatedAt = Date()
-            try record.updateRow(db)
+            try record.updateRow(db, from: stored)
             try handOff.insert(db, onConflict: .replace)
             return handOff
         }
@@ -81,9 +82,10 @@ extension CourierDatabase {
     func endHandOff(id: String, _ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
         try await write { db in
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .handedOff else { return nil }
+            let stored = record
             change(&record)
             record.updatedAt = Date()
-            try record.updateRow(db)
+            try record.updateRow(db, from: stored)
             _ = try HandOffRecord.deleteOne(db, key: id)
             return record
         }

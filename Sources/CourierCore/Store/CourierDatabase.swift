@@ -208,9 +208,10 @@ extension CourierDatabase {
                                 _ change: @Sendable @escaping (inout DownloadRecord) -> Void) async throws -> DownloadRecord? {
         try await write { db in
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .downloading, !lease.isBlocked(by: record) else { return nil }
+            let stored = record
             change(&record)
             record.updatedAt = Date()
-            try record.updateRow(db)
+            try record.updateRow(db, from: stored)
             try Segment.filter(Segment.Columns.downloadId == id).deleteAll(db)
             for segment in segments { try segment.insert(db) }
             return record
@@ -295,9 +296,10 @@ extension CourierDatabase {
         try await write { db in
             guard var record = try DownloadRecord.fetch(db, id: id), expected.contains(record.state) else { return nil }
             if let lease, lease.isBlocked(by: record) { return nil }
+            let stored = record
             change(&record)
             record.updatedAt = Date()
-            try record.updateRow(db)
+            try record.updateRow(db, from: stored)
             return record
         }
     }

@@ -46,6 +46,83 @@ import Testing
         #expect(throws: RecordError.self) { try queue.write { db in try ghost.updateRow(db) } }
     }
 
+    /// The write of what changed (`updateRow(_:from:)`) leaves the row the full write leaves,
+    /// and its `SET` names only what changed (SQLite rewrites an index whenever one of its
+    /// columns is there): each column changed alone, in turn, names that column only, so
+    /// `sameColumns(as:)` follows `columnNames`; a completion names its own columns and not
+    /// `mediaType`/`mediaId`. Nothing changed writes nothing; a row gone is an error.
+    @Test func theWriteOfWhatChangedIsTheFullWrite() throws {
+        let queue = try DatabaseQueue()
+        _ = try CourierDatabase(writer: queue)   // creates the table
+        var stored = DownloadRecord(id: "a", remoteUrl: "https://x.example/a", localFinalPath: "a", partialPath: "a.partial", mediaId: "m", mediaType: "video",
+                                    now: Date(timeIntervalSince1970: 1_790_000_000))
+        stored.etag = "\"v1\""; stored.leaseOwner = "here:1:x:1"; stored.leaseExpiresAt = Date(timeIntervalSince1970: 1_790_000_015); stored.bytesReceived = 4
+        var other = DownloadRecord(id: "a", remoteUrl: "https://x.example/b", localFinalPath: "b", partialPath: "b.partial", mediaId: "n", mediaType: "audio",
+                                   expectedSHA256: String(repeating: "1", count: 64), priority: 5, now: Date(timeIntervalSince1970: 1_790_000_100))
+        other.bytesReceived = 9; other.totalBytes = 12; other.etag = "\"v2\""; other.lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"; other.resumable = false
+        other.state = .failed; other.attemptCount = 3; other.lastErrorCode = "E_NETWORK"; other.lastErrorMessage = "dropped"
+        other.leaseOwner = "there:2:y:2"; other.leaseExpiresAt = Date(timeIntervalSince1970: 1_790_000_200); other.connections = 4; other.heldEtag = "\"h\""
+        other.heldLastModified = "Mon, 07 Nov 1994 08:49:37 GMT"; other.heldBytes = 3; other.contentType = "audio/mp4"; other.expectedBytes = 12
+        let names = DownloadRecord.columnNames, base = stored.columnValues, changed = other.columnValues
+        #expect(names.count == base.count && stored.sameColumns(as: stored).count == names.count)
+        var cases: [(column: String, record: DownloadRecord)] = []
+        for index in 1..<names.count {
+            #expect(base[index] != changed[index], "column \(names[index]) must differ")
+            var values = base
+            values[index] = changed[index]
+            cases.append((names[index], try DownloadRecord(row: Row(Dictionary(uniqueKeysWithValues: zip(names, values.map { $0 as (any DatabaseValueConvertible)? }))))))
+        }
+        var completed = stored
+        completed.complete(length: 10)
+        cases.append(("a completion", completed))
+        let statements = Statements()
+        for (column, record) in cases {
+            let (s, r) = (stored, record)
+            var b = s; b.id = "b"
+            var rb = r; rb.id = "b"
+            let (sb, rbb) = (b, rb)
+            statements.clear()
+            let rows = try queue.write { db -> (Row?, Row?) in
+                try db.execute(sql: "DELETE FROM courierDownload")
+                try s.insert(db); try sb.insert(db)
+                db.trace { event in if case let .statement(st) = event { statements.add(st.sql) } }
+                try r.updateRow(db, from: s)   // what changed, on "a"
+                try r.updateRow(db, from: r)   // nothing changed: no statement
+                db.trace(options: [], nil)
+                try rbb.updateRow(db)          // every column, on "b"
+                return (try Row.fetchOne(db, sql: "SELECT * FROM courierDownload WHERE id = 'a'"),
+                        try Row.fetchOne(db, sql: "SELECT * FROM courierDownload WHERE id = 'b'"))
+            }
+            let ours = try #require(rows.0), full = try #require(rows.1)
+            func columns(_ row: Row) -> [String: DatabaseValue] {
+                Dictionary(uniqueKeysWithValues: row.filter { $0.0 != "id" }.map { ($0.0, $0.1) })
+            }
+            #expect(columns(ours) == columns(full), "\(column)")
+            let updates = statements.all.filter { $0.hasPrefix("UPDATE") }
+            #expect(updates.count == 1, "\(column)")
+            let set = updates.first ?? ""
+            let named = names.dropFirst().filter { set.contains("\"\($0)\" = ?") }
+            if column == "a completion" {
+                #expect(Set(named) == ["state", "leaseOwner", "leaseExpiresAt", "bytesReceived", "totalBytes"])
+            } else {
+                #expect(named == [column])
+            }
+        }
+        var nobody = completed; nobody.id = "nobody"
+        var nobodyStored = stored; nobodyStored.id = "nobody"
+        let (ghost, ghostStored) = (nobody, nobodyStored)
+        #expect(throws: RecordError.self) { try queue.write { db in try ghost.updateRow(db, from: ghostStored) } }
+    }
+
+    /// The SQL a trace saw, from GRDB's tracing closure.
+    private final class Statements: @unchecked Sendable {   // guarded by `lock`
+        private let lock = NSLock()
+        private var sql: [String] = []
+        func add(_ s: String) { lock.withLock { sql.append(s) } }
+        func clear() { lock.withLock { sql.removeAll() } }
+        var all: [String] { lock.withLock { sql } }
+    }
+
     /// The hand-written row is the one GRDB's Codable path wrote and read (databases made by
     /// earlier versions stay readable, and what they read back is unchanged): the same
     /// columns and stored values for a record with every field set and one with every
