@@ -64,9 +64,24 @@ extension DownloadRun {
     /// Last-Modified when they were not persisted before. With the app's completion hook for
     /// this id, the hook runs inside that write and the rename is its last step, so the
     /// record, the app's row and the file in place change together; a hook that throws fails
-    /// it with ``CourierError/Code/completionHook`` and nothing of it happens.
+    /// it with ``CourierError/Code/completionHook`` and nothing of it happens. While it runs
+    /// (and once it completed the record) the run's end is its result, not the lease
+    /// heartbeat's (``withLeaseHeartbeat(_:)``).
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
+        completing.withLock { $0 = true }
+        do {
+            let done = try await complete(length: length, validators: validators, moving: moving, syncing: unsynced)
+            if done == nil { completing.withLock { $0 = false } }
+            return done
+        } catch {
+            completing.withLock { $0 = false }
+            throw error
+        }
+    }
+
+    private func complete(length: Int64, validators: DownloadRecord?, moving: (partial: URL, final: URL)?,
+                          syncing unsynced: PartialFile?) async throws -> DownloadRecord? {
         let complete: @Sendable (inout DownloadRecord) -> Void = { $0.complete(length: length, validators: validators) }
         let hook = context.completionHooks.hook(for: id)
         // An unnamed partial (a small body) goes straight to its final name where nothing is
@@ -119,10 +134,20 @@ extension DownloadRun {
         if let moving { try await Blocking.run(try Self.syncStep(for: moving.partial, unsynced)) }
         var lastStep: (@Sendable () throws -> Void)?
         if let moving {
-            let partial = moving.partial, final = moving.final
-            lastStep = { try PartialFile.finalize(partial: partial, to: final) }
+            let partial = moving.partial, final = moving.final, pause = config.pauseBeforeCommittingRename
+            lastStep = {
+                try PartialFile.finalize(partial: partial, to: final)
+                if let pause { Thread.sleep(forTimeInterval: pause.timeInterval) }   // a test pause, holding the write open
+            }
         }
-        return try await db.complete(id: id, lease: context.owner, complete, hook: hook ?? { _, _ in }, lastStep: lastStep)
+        // Once begun, the completing write runs to its commit in a task of its own: a stop that
+        // cancelled it would have GRDB refuse the commit after the rename, leaving the new
+        // file in place behind a record (and an app's row) that say it is not done. A stop
+        // before it begins still keeps the file out; after, the run ends completed and a
+        // cancel goes on as for any completed download.
+        try Task.checkCancellation()
+        let db = self.db, id = self.id, owner = context.owner
+        return try await Task { try await db.complete(id: id, lease: owner, complete, hook: hook ?? { _, _ in }, lastStep: lastStep) }.value
     }
 
 

@@ -18,6 +18,9 @@ struct DownloadRun: Sendable {
     /// What the current attempt's reply would add to the record, not written yet.
     let unsavedReply = UnsavedReply()
     let openedPartial = OpenedPartial()
+    /// Set as the run begins to complete the record (``markCompleted``): from then on its
+    /// body's result ends the run, not the lease heartbeat.
+    let completing = Locked(false)
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -45,7 +48,11 @@ struct DownloadRun: Sendable {
     }
 
     /// Runs `body` while a heartbeat renews the lease; a lost lease (another process took
-    /// it over, or the record left `downloading`) stops the body.
+    /// it over, or the record left `downloading`) stops the body, unless the body is
+    /// completing the record: its own completing write takes the record out of
+    /// `downloading` a moment before it returns, and a stop read then from the record says
+    /// whatever came after (a cancel elsewhere: "cancelled" over a download that completed).
+    /// The body then ends the run itself, completed or stopped by what its write found.
     func withLeaseHeartbeat(_ body: @escaping @Sendable () async throws -> RunOutcome) async throws -> RunOutcome {
         try await withThrowingTaskGroup(of: RunOutcome?.self) { group in
             group.addTask { try await body() }
@@ -55,7 +62,7 @@ struct DownloadRun: Sendable {
                     try await Task.sleep(for: config.leaseDuration / 3)
                     let expiry = context.leaseExpiry()
                     let renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
-                    if renewed == nil { throw ExternalStop() }
+                    if renewed == nil { if completing.withLock({ $0 }) { return nil } else { throw ExternalStop() } }
                 }
             }
             defer { group.cancelAll() }

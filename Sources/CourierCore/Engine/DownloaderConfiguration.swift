@@ -56,6 +56,10 @@ public struct DownloaderConfiguration: Sendable {
     /// before the completing write that renames it, so a cancel elsewhere can land in that
     /// window (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var pauseAfterNaming: Duration? = nil
+    /// For tests only: a pause inside a completing write that renames the file (a completion
+    /// hook's, or one over a file already there), after the rename and before the commit, so
+    /// a stop can arrive in that window (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var pauseBeforeCommittingRename: Duration? = nil
     /// Whether full buffers of a single-connection download are written with `O_DIRECT`
     /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
     /// tests only (`@_spi(Testing) import Courier`).

@@ -84,6 +84,26 @@ import CourierOrigin
         }
     }
 
+    /// The lease heartbeat ticks after the run's completing write committed and before the
+    /// run returns with it, and another process has cancelled the completed download by
+    /// then: the heartbeat finds the record gone, but the run completed, and ends so (it
+    /// ended cancelled, read from the record after the heartbeat stopped it).
+    @Test func aHeartbeatAfterTheCompletingWriteLeavesTheRunCompleted() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("f.bin", size: 100_000)
+            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(4); $0.leaseDuration = .seconds(3) }   // a tick a second
+            let other = try fx.downloader()
+            let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "x") } }
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
+            #expect(try await eventually { try await d.record(id: "x")?.state == .completed })
+            try await other.cancel(id: "x")   // before the next tick, almost always
+            let ended = await waiter.value
+            #expect(ended == nil, "ended \(String(describing: ended)), not completed")
+            #expect(fx.finalData("f.bin") == data)
+            await d.shutdown(); await other.shutdown()
+        }
+    }
+
     /// The same window for a pause and a shutdown: the download ends completed (it said
     /// paused, or shut down and queued, over a completed record).
     @Test(arguments: ["pause", "shutdown"]) func aPauseOrShutdownThatArrivesAsTheRunCompletesEndsCompleted(_ stop: String) async throws {

@@ -172,9 +172,45 @@ import Testing
             // loaded machine a slow one), not after the 40 s pause a rename outside it takes.
             #expect(try await eventually(timeout: .seconds(20)) { try await fx.database().record(id: "r")?.state == .completed })
             try await other.cancel(id: "r")
-            #expect(await waiter.value == nil)   // completed
+            let ended = await waiter.value
+            #expect(ended == nil, "ended \(String(describing: ended)), not completed")
             #expect(fx.finalData("r.bin") == data && !fx.exists("r.bin.partial"))
             await d.shutdown(); await other.shutdown()
+        }
+    }
+
+    /// A stop in this process (pause, cancel) that lands while the completing write holds
+    /// the renamed file, before its commit, does not interrupt that write: GRDB refuses the
+    /// commit of a cancelled task's write, which would leave the new file in place (over the
+    /// user's older one, or beside an app's row rolled back) behind a record that says it is
+    /// not done. The run ends completed, the app's row committed with it; a cancel then goes
+    /// on as for any completed download (the record goes, the file stays).
+    @Test(arguments: ["pause", "cancel"], [false, true])
+    func aStopHereDuringTheCompletingWriteEndsCompleted(_ stop: String, hook: Bool) async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("c.bin", size: 200_000)
+            if !hook { try Data("the user's older version".utf8).write(to: fx.root.appendingPathComponent("c.bin")) }
+            let d = try fx.downloader { $0.pauseBeforeCommittingRename = .seconds(3); $0.progressPersistInterval = .seconds(600) }
+            if hook {
+                try d.onCompletion(ofIDsWithPrefix: "c") { db, record in
+                    try db.execute(sql: "CREATE TABLE IF NOT EXISTS appRow (id TEXT)")
+                    try db.execute(sql: "INSERT INTO appRow VALUES (?)", arguments: [record.id])
+                }
+            }
+            let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "c") } }
+            try await d.enqueue(DownloadRequest(id: "c", url: fx.url("c.bin"), destination: "c.bin"))
+            #expect(try await eventually { fx.finalData("c.bin") == data })   // renamed; the write is held open
+            if stop == "pause" { try await d.pause(id: "c") } else { try await d.cancel(id: "c") }
+            let ended = await waiter.value
+            #expect(ended == nil, "ended \(String(describing: ended)), not completed")
+            #expect(fx.finalData("c.bin") == data && !fx.exists("c.bin.partial"))
+            let record = try await fx.database().record(id: "c")
+            #expect(stop == "pause" ? record?.state == .completed : record == nil)
+            if hook {
+                let rows = try await fx.database().writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM appRow") }
+                #expect(rows == 1)
+            }
+            await d.shutdown()
         }
     }
 
