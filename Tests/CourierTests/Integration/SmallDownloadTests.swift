@@ -13,7 +13,9 @@ import Testing
     @Test func aSlowSmallDownloadPausedAfterItsFirstProgressWriteResumesWithARange() async throws {
         try await withFixture { fx in
             let data = try fx.serve("s.bin", size: 600_000)
-            var fault = Fault(); fault.bytesPerSecond = 150_000
+            // Slow, then stalled half way: a test starved for seconds on a loaded machine still
+            // pauses it before its end.
+            var fault = Fault(); fault.bytesPerSecond = 150_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/s.bin")
             let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
             try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
