@@ -54,11 +54,15 @@ extension CourierDatabase {
     /// Marks download `id` completed while it is still `downloading` under `lease`, running
     /// `hook` and then `lastStep` (the final file's rename) inside the same write: all of it
     /// commits or none of it. `nil` when the record left `downloading` or another lease holds
-    /// it; a hook's error leaves as ``CourierError/Code/completionHook``.
+    /// it; a hook's error leaves as ``CourierError/Code/completionHook``; `stopped`, read as
+    /// the write begins, true: `CancellationError` and nothing happens.
     func complete(id: String, lease: LeaseOwner, _ change: @Sendable @escaping (inout DownloadRecord) -> Void,
-                  hook: @escaping CompletionHook, lastStep: (@Sendable () throws -> Void)?) async throws -> DownloadRecord? {
+                  hook: @escaping CompletionHook, unless stopped: @escaping @Sendable () -> Bool = { false },
+                  lastStep: (@Sendable () throws -> Void)?) async throws -> DownloadRecord? {
         try await write { db in
             guard var record = try DownloadRecord.fetch(db, id: id), record.state == .downloading, !lease.isBlocked(by: record) else { return nil }
+            // The caller was stopped before this write began: nothing of it happens.
+            if stopped() { throw CancellationError() }
             let stored = record
             change(&record)
             record.updatedAt = Date()

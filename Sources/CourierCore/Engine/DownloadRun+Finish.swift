@@ -97,7 +97,7 @@ extension DownloadRun {
             if placed == nil {
                 try await nameUnnamed(unsynced)
                 namedNow = true
-                if let pause = config.pauseAfterNaming { try? await Task.sleep(for: pause) }   // a test pause; the completing write judges what happened meanwhile
+                if let afterNaming = config.afterNaming { await afterNaming() }   // a test's window; the completing write judges what happened meanwhile
             }
         }
         guard hook != nil || namedNow else {
@@ -132,22 +132,32 @@ extension DownloadRun {
         }
         // With the app's hook, the bytes are synced before its transaction begins.
         if let moving { try await Blocking.run(try Self.syncStep(for: moving.partial, unsynced)) }
-        var lastStep: (@Sendable () throws -> Void)?
+        // Once begun (inside its transaction), the completing write runs to its commit in a
+        // task of its own: a stop that cancelled it would have GRDB refuse the commit after the
+        // rename, leaving the new file in place behind a record (and an app's row) that say it
+        // is not done. A stop that comes before, even while the write waits for the database,
+        // keeps the file out (`stopped`, read as the transaction begins); after, the run ends
+        // completed and a cancel goes on as for any completed download.
+        try Task.checkCancellation()
+        let stopped = Locked(false)
+        let isStopped: @Sendable () -> Bool = { stopped.withLock { $0 } }
+        let inside = config.insideCompletingWrite
+        let lastStep: (@Sendable () throws -> Void)?
         if let moving {
-            let partial = moving.partial, final = moving.final, pause = config.pauseBeforeCommittingRename
+            let partial = moving.partial, final = moving.final
             lastStep = {
                 try PartialFile.finalize(partial: partial, to: final)
-                if let pause { Thread.sleep(forTimeInterval: pause.timeInterval) }   // a test pause, holding the write open
+                inside?(isStopped)   // a test's window, holding the write open
             }
+        } else {
+            lastStep = nil
         }
-        // Once begun, the completing write runs to its commit in a task of its own: a stop that
-        // cancelled it would have GRDB refuse the commit after the rename, leaving the new
-        // file in place behind a record (and an app's row) that say it is not done. A stop
-        // before it begins still keeps the file out; after, the run ends completed and a
-        // cancel goes on as for any completed download.
-        try Task.checkCancellation()
-        let db = self.db, id = self.id, owner = context.owner
-        return try await Task { try await db.complete(id: id, lease: owner, complete, hook: hook ?? { _, _ in }, lastStep: lastStep) }.value
+        let db = self.db, id = self.id, owner = context.owner, appHook: CompletionHook = hook ?? { _, _ in }
+        return try await withTaskCancellationHandler {
+            try await Task { try await db.complete(id: id, lease: owner, complete, hook: appHook, unless: isStopped, lastStep: lastStep) }.value
+        } onCancel: {
+            stopped.withLock { $0 = true }
+        }
     }
 
 

@@ -61,7 +61,13 @@ struct DownloadRun: Sendable {
                 while true {
                     try await Task.sleep(for: config.leaseDuration / 3)
                     let expiry = context.leaseExpiry()
-                    let renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
+                    let renewed: DownloadRecord?
+                    do {
+                        renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
+                    } catch {
+                        if completing.withLock({ $0 }) { return nil }   // nor a failed renewal: the body ends the run
+                        throw error
+                    }
                     if renewed == nil { if completing.withLock({ $0 }) { return nil } else { throw ExternalStop() } }
                 }
             }

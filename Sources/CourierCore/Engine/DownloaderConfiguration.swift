@@ -52,14 +52,15 @@ public struct DownloaderConfiguration: Sendable {
     /// For tests only: a pause after the record is completed, before the run reports it,
     /// so a stop can arrive in that window (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var pauseAfterCompleting: Duration? = nil
-    /// For tests only: a pause after a finished small download's unnamed partial is named,
-    /// before the completing write that renames it, so a cancel elsewhere can land in that
-    /// window (`@_spi(Testing) import Courier`).
-    @_spi(Testing) public var pauseAfterNaming: Duration? = nil
-    /// For tests only: a pause inside a completing write that renames the file (a completion
-    /// hook's, or one over a file already there), after the rename and before the commit, so
-    /// a stop can arrive in that window (`@_spi(Testing) import Courier`).
-    @_spi(Testing) public var pauseBeforeCommittingRename: Duration? = nil
+    /// For tests only: awaited after a finished small download's unnamed partial is named,
+    /// before the completing write that renames it, so a test can act in that window
+    /// (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var afterNaming: (@Sendable () async -> Void)? = nil
+    /// For tests only: called inside a completing write that renames the file (a completion
+    /// hook's, or one over a file already there), after the rename and before the commit,
+    /// with whether a stop has reached the run since the write began; it may block, holding
+    /// the write open (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var insideCompletingWrite: (@Sendable (_ stopped: @Sendable () -> Bool) -> Void)? = nil
     /// Whether full buffers of a single-connection download are written with `O_DIRECT`
     /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
     /// tests only (`@_spi(Testing) import Courier`).

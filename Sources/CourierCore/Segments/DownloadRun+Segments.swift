@@ -127,7 +127,13 @@ extension DownloadRun {
         var current = try await db.record(id: id) ?? record
         current.totalBytes = terms.total
         let outcome = try await finish(record: current, length: PartialFile.length(at: partialURL), hasher: nil)
-        try await db.deleteSegments(id: id)
+        guard case .finished = outcome else {
+            try await db.deleteSegments(id: id)
+            return outcome
+        }
+        // Completed: a failure to forget the ranges no longer changes how the run ended (the
+        // rows go with the record).
+        await context.bestEffort("forgetting the ranges", id: id) { try await db.deleteSegments(id: id) }
         return outcome
     }
 

@@ -16,21 +16,6 @@ import CourierOrigin
         return result.withLock { $0 }
     }
 
-    /// Holds `database`'s writer (every write of the downloader waits) until the returned
-    /// gate is signalled (the tests signal it on every way out: a writer held forever would
-    /// hang the suite). The tests' leases are long, so no renewal queues behind it.
-    private static func holdWrites(_ database: CourierDatabase) async throws -> DispatchSemaphore {
-        let gate = DispatchSemaphore(value: 0), held = Locked(false)
-        Task.detached {
-            try await database.writer.write { _ in
-                held.withLock { $0 = true }
-                gate.wait()
-            }
-        }
-        #expect(try await eventually { held.withLock { $0 } })
-        return gate
-    }
-
     @Test func streamsAskedForAfterShutdownEnd() async throws {
         try await withFixture { fx in
             try fx.serve("done.bin", size: 10_000)
@@ -73,7 +58,7 @@ import CourierOrigin
             }
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "p") } }
 
-            let gate = try await Self.holdWrites(d.database)
+            let gate = try await holdWrites(d.database)
             defer { gate.signal() }
             let pausing = Task { try await d.pause(id: "p") }
             // The run stops at once (it waits for bytes, not for the database); its end then
@@ -107,7 +92,7 @@ import CourierOrigin
             #expect(try await eventually { fx.partialLength("p.bin") >= 100_000 })
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "p") } }
 
-            let gate = try await Self.holdWrites(d.database)
+            let gate = try await holdWrites(d.database)
             defer { gate.signal() }
             // Bytes keep coming: the run's next progress write waits for the writer, and a
             // write waiting its turn does not see the cancel until it runs.

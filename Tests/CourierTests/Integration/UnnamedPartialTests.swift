@@ -179,41 +179,6 @@ import Testing
         }
     }
 
-    /// A stop in this process (pause, cancel) that lands while the completing write holds
-    /// the renamed file, before its commit, does not interrupt that write: GRDB refuses the
-    /// commit of a cancelled task's write, which would leave the new file in place (over the
-    /// user's older one, or beside an app's row rolled back) behind a record that says it is
-    /// not done. The run ends completed, the app's row committed with it; a cancel then goes
-    /// on as for any completed download (the record goes, the file stays).
-    @Test(arguments: ["pause", "cancel"], [false, true])
-    func aStopHereDuringTheCompletingWriteEndsCompleted(_ stop: String, hook: Bool) async throws {
-        try await withFixture { fx in
-            let data = try fx.serve("c.bin", size: 200_000)
-            if !hook { try Data("the user's older version".utf8).write(to: fx.root.appendingPathComponent("c.bin")) }
-            let d = try fx.downloader { $0.pauseBeforeCommittingRename = .seconds(3); $0.progressPersistInterval = .seconds(600) }
-            if hook {
-                try d.onCompletion(ofIDsWithPrefix: "c") { db, record in
-                    try db.execute(sql: "CREATE TABLE IF NOT EXISTS appRow (id TEXT)")
-                    try db.execute(sql: "INSERT INTO appRow VALUES (?)", arguments: [record.id])
-                }
-            }
-            let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "c") } }
-            try await d.enqueue(DownloadRequest(id: "c", url: fx.url("c.bin"), destination: "c.bin"))
-            #expect(try await eventually { fx.finalData("c.bin") == data })   // renamed; the write is held open
-            if stop == "pause" { try await d.pause(id: "c") } else { try await d.cancel(id: "c") }
-            let ended = await waiter.value
-            #expect(ended == nil, "ended \(String(describing: ended)), not completed")
-            #expect(fx.finalData("c.bin") == data && !fx.exists("c.bin.partial"))
-            let record = try await fx.database().record(id: "c")
-            #expect(stop == "pause" ? record?.state == .completed : record == nil)
-            if hook {
-                let rows = try await fx.database().writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM appRow") }
-                #expect(rows == 1)
-            }
-            await d.shutdown()
-        }
-    }
-
     /// Another process cancels a small download while its bytes flow, where the user has a
     /// file at its final path: the run cannot link there, names the partial, finds the
     /// download gone, takes the name back and stops. The user's file is untouched.
@@ -230,31 +195,6 @@ import Testing
             #expect(await ended.value == .cancelled)
             #expect(fx.finalData("u.bin") == Data("the user's own".utf8) && !fx.exists("u.bin.partial"))
             await d.shutdown(); await other.shutdown()
-        }
-    }
-
-    /// The window the rename inside the completing write closes: over a user's file, a
-    /// finished small download names its partial (the record read then says it is still
-    /// this run's), and another process's cancel deletes the record before the completing
-    /// write begins, its second deletion of the partial not yet made. The test plays that
-    /// cancel's record deletion itself, so the partial keeps its name: a rename outside the
-    /// completing write would put the cancelled download over the user's file here. The
-    /// completing write finds no record and renames nothing; the stopped run deletes the
-    /// name it gave.
-    @Test func aRecordDeletedAfterTheFinishedPartialIsNamedNeverReplacesTheUsersFile() async throws {
-        try await withFixture { fx in
-            try fx.serve("w.bin", size: 200_000)
-            let mine = Data("the user's own".utf8)
-            try mine.write(to: fx.root.appendingPathComponent("w.bin"))
-            let d = try fx.downloader { $0.pauseAfterNaming = .seconds(6); $0.progressPersistInterval = .seconds(600) }
-            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "w") { if let end = e.end { return end } }; return nil }
-            try await d.enqueue(DownloadRequest(id: "w", url: fx.url("w.bin"), destination: "w.bin"))
-            // Named only at the finish (no progress write), then held by the pause.
-            #expect(try await eventually(timeout: .seconds(30)) { fx.exists("w.bin.partial") })
-            #expect(try await fx.database().delete(id: "w"))
-            #expect(await ended.value == .cancelled)
-            #expect(fx.finalData("w.bin") == mine && !fx.exists("w.bin.partial"))
-            await d.shutdown()
         }
     }
 
