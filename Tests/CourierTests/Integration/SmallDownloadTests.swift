@@ -14,10 +14,10 @@ import Testing
         try await withFixture { fx in
             let data = try fx.serve("s.bin", size: 600_000)
             // Slow, then stalled half way: a test starved for seconds on a loaded machine still
-            // pauses it before its end.
+            // pauses it before its end; frequent progress writes, so one lands before the stall.
             var fault = Fault(); fault.bytesPerSecond = 150_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/s.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .milliseconds(200) }
             try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
             #expect(try await eventually { (try await d.record(id: "s")?.bytesReceived ?? 0) > 0 })
             try await d.pause(id: "s")
