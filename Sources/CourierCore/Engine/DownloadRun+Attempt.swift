@@ -43,6 +43,7 @@ extension DownloadRun {
                 try discardPartial(context.fileURL(record.partialPath))
                 var kept = record
                 kept.etag = record.heldEtag; kept.lastModified = record.heldLastModified
+                try Self.stopIdleWatch()
                 guard let bytes = record.heldBytes, let done = try await markCompleted(length: bytes, validators: kept) else { throw ExternalStop() }
                 return .finished(done)
             case let .restart(reason):

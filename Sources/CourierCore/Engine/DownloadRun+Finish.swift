@@ -12,9 +12,7 @@ extension DownloadRun {
         // The body is whole: from here the disk takes what it takes (a checksum, fsync,
         // rename), so the idle watchdog stops; had it fired first, nothing is put in place
         // (the watchdog's own timeout, whichever of the two the attempt hears first).
-        if let activity = Activity.current, !activity.stopWatching() {
-            throw CourierError(.timeout, "the idle window ran out as the body ended; aborting this attempt")
-        }
+        try Self.stopIdleWatch()
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
         if let total = record.totalBytes, total != length {
@@ -59,6 +57,14 @@ extension DownloadRun {
         return .fail(error)
     }
 
+    /// Ends the attempt's idle watch before it finishes (the disk takes what it takes from
+    /// here); the watchdog's timeout when it fired first, and then nothing is put in place.
+    static func stopIdleWatch() throws {
+        if let activity = Activity.current, !activity.stopWatching() {
+            throw CourierError(.timeout, "the idle window ran out as the body ended; aborting this attempt")
+        }
+    }
+
     /// Marks the record completed, after `moving` the partial to its final path when given;
     /// `validators` (the record as the run knows it) brings the reply's ETag and
     /// Last-Modified when they were not persisted before. With the app's completion hook for
@@ -69,13 +75,14 @@ extension DownloadRun {
     /// heartbeat's (``withLeaseHeartbeat(_:)``).
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
-        completing.withLock { $0 = true }
+        // The heartbeat found the lease lost first: its end stands, nothing is put in place.
+        guard ending.withLock({ $0.claim(.completing) }) else { throw CancellationError() }
         do {
             let done = try await complete(length: length, validators: validators, moving: moving, syncing: unsynced)
-            if done == nil { completing.withLock { $0 = false } }
+            if done == nil { ending.withLock { $0.release() } }
             return done
         } catch {
-            completing.withLock { $0 = false }
+            ending.withLock { $0.release() }
             throw error
         }
     }
@@ -141,20 +148,21 @@ extension DownloadRun {
         try Task.checkCancellation()
         let stopped = Locked(false)
         let isStopped: @Sendable () -> Bool = { stopped.withLock { $0 } }
-        let inside = config.insideCompletingWrite
+        let phase = config.onCompletingWrite
         let lastStep: (@Sendable () throws -> Void)?
         if let moving {
             let partial = moving.partial, final = moving.final
             lastStep = {
                 try PartialFile.finalize(partial: partial, to: final)
-                inside?(isStopped)   // a test's window, holding the write open
+                phase?(.renamed, isStopped)   // a test's window, holding the write open
             }
         } else {
             lastStep = nil
         }
         let db = self.db, id = self.id, owner = context.owner, appHook: CompletionHook = hook ?? { _, _ in }
         return try await withTaskCancellationHandler {
-            try await Task { try await db.complete(id: id, lease: owner, complete, hook: appHook, unless: isStopped, lastStep: lastStep) }.value
+            phase?(.waiting, isStopped)
+            return try await Task { try await db.complete(id: id, lease: owner, complete, hook: appHook, unless: isStopped, lastStep: lastStep) }.value
         } onCancel: {
             stopped.withLock { $0 = true }
         }

@@ -18,9 +18,9 @@ struct DownloadRun: Sendable {
     /// What the current attempt's reply would add to the record, not written yet.
     let unsavedReply = UnsavedReply()
     let openedPartial = OpenedPartial()
-    /// Set as the run begins to complete the record (``markCompleted``): from then on its
-    /// body's result ends the run, not the lease heartbeat.
-    let completing = Locked(false)
+    /// Who ends the run when both could: its body completing the record (``markCompleted``),
+    /// or the lease heartbeat that found the lease lost. The first to claim it keeps it.
+    let ending = Locked(RunEnding())
 
     typealias AttemptOutcome = DownloadLifecycle.Outcome
 
@@ -48,32 +48,41 @@ struct DownloadRun: Sendable {
     }
 
     /// Runs `body` while a heartbeat renews the lease; a lost lease (another process took
-    /// it over, or the record left `downloading`) stops the body, unless the body is
-    /// completing the record: its own completing write takes the record out of
-    /// `downloading` a moment before it returns, and a stop read then from the record says
+    /// it over, or the record left `downloading`) or a failed renewal stops the body, unless
+    /// the body is completing the record: its own completing write takes the record out of
+    /// `downloading` a moment before it returns, and an end read then from the record says
     /// whatever came after (a cancel elsewhere: "cancelled" over a download that completed).
-    /// The body then ends the run itself, completed or stopped by what its write found.
+    /// The heartbeat then goes on renewing (a long fsync of the finished file keeps its
+    /// lease) and the body ends the run, completed or stopped by what its write found; so it
+    /// does too when the run is stopped here (its own cancellation is not an end).
     func withLeaseHeartbeat(_ body: @escaping @Sendable () async throws -> RunOutcome) async throws -> RunOutcome {
         try await withThrowingTaskGroup(of: RunOutcome?.self) { group in
             group.addTask { try await body() }
             group.addTask {
                 let owner = context.owner
                 while true {
-                    try await Task.sleep(for: config.leaseDuration / 3)
+                    do { try await Task.sleep(for: config.leaseDuration / 3) } catch { return nil }
                     let expiry = context.leaseExpiry()
-                    let renewed: DownloadRecord?
+                    let lost: (any Error)?
                     do {
-                        renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
+                        let renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
+                        lost = renewed == nil ? ExternalStop() : nil
                     } catch {
-                        if completing.withLock({ $0 }) { return nil }   // nor a failed renewal: the body ends the run
-                        throw error
+                        lost = error
                     }
-                    if renewed == nil { if completing.withLock({ $0 }) { return nil } else { throw ExternalStop() } }
+                    guard let lost else { continue }
+                    if ending.withLock({ $0.stop(for: lost) }) { throw lost }
                 }
             }
             defer { group.cancelAll() }
-            while let result = try await group.next() {
-                if let result { return result }
+            do {
+                while let result = try await group.next() {
+                    if let result { return result }
+                }
+            } catch {
+                // The heartbeat's reason, whichever child's error came first (the body, stopped
+                // by it, throws its cancellation).
+                throw ending.withLock { $0.lost } ?? error
             }
             throw CancellationError()
         }
@@ -285,4 +294,29 @@ struct DownloadRun: Sendable {
         }.value
         if gone { PartialFile.delete(opened.url, ifStill: opened.identity) }
     }
+}
+
+/// Who ends a run when its body and its lease heartbeat both could (``DownloadRun/ending``):
+/// the body completing the record, or the heartbeat stopping the run for `lost`.
+struct RunEnding: Sendable {
+    enum Claimant: Sendable { case completing, stopping }
+    private(set) var holder: Claimant?
+    private(set) var lost: (any Error)?
+
+    /// Takes the end for `claimant` unless the other one holds it; true when taken.
+    mutating func claim(_ claimant: Claimant) -> Bool {
+        if let holder, holder != claimant { return false }
+        holder = claimant
+        return true
+    }
+
+    /// The heartbeat's claim, with its reason; true when taken.
+    mutating func stop(for error: any Error) -> Bool {
+        guard claim(.stopping) else { return false }
+        lost = error
+        return true
+    }
+
+    /// The body's completion did not happen (nothing completed, or it failed): open again.
+    mutating func release() { if holder == .completing { holder = nil } }
 }

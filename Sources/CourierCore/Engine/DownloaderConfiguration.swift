@@ -56,11 +56,12 @@ public struct DownloaderConfiguration: Sendable {
     /// before the completing write that renames it, so a test can act in that window
     /// (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var afterNaming: (@Sendable () async -> Void)? = nil
-    /// For tests only: called inside a completing write that renames the file (a completion
-    /// hook's, or one over a file already there), after the rename and before the commit,
-    /// with whether a stop has reached the run since the write began; it may block, holding
-    /// the write open (`@_spi(Testing) import Courier`).
-    @_spi(Testing) public var insideCompletingWrite: (@Sendable (_ stopped: @Sendable () -> Bool) -> Void)? = nil
+    /// For tests only: called around a completing write that renames the file (a completion
+    /// hook's, or one over a file already there): `.waiting` as it is issued (it may wait for
+    /// the database), `.renamed` inside it after the rename, before the commit (it may block
+    /// there, holding the write open); with whether a stop has reached the run since
+    /// (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var onCompletingWrite: (@Sendable (_ phase: CompletingWritePhase, _ stopped: @escaping @Sendable () -> Bool) -> Void)? = nil
     /// Whether full buffers of a single-connection download are written with `O_DIRECT`
     /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
     /// tests only (`@_spi(Testing) import Courier`).
@@ -71,3 +72,6 @@ public struct DownloaderConfiguration: Sendable {
         self.rootDirectory = rootDirectory.standardizedFileURL
     }
 }
+
+/// Where a completing write that renames the file is (``DownloaderConfiguration/onCompletingWrite``).
+@_spi(Testing) public enum CompletingWritePhase: Sendable { case waiting, renamed }

@@ -46,7 +46,9 @@ func withIdleWatchdog<T: Sendable>(timeout: Duration, _ body: @escaping @Sendabl
                 let (fire, until) = activity.check(timeout: timeout)
                 if fire { throw CourierError(.timeout, "no data arrived for \(describe(timeout)); aborting this attempt") }
                 guard let until else { return nil }   // the body is whole: its result is what counts
-                try await Task.sleep(until: until, clock: .continuous)
+                // Stopped with the attempt: the body's own end counts (its cancellation, or a
+                // completion past its point of no return), not this watch's cancellation.
+                do { try await Task.sleep(until: until, clock: .continuous) } catch { return nil }
             }
         }
         defer { group.cancelAll() }

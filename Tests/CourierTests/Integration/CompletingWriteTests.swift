@@ -10,6 +10,8 @@ import Testing
 @Suite struct CompletingWriteTests {
     /// Over a user's file a small download's partial is named only at its finish (Linux).
     static let namedAtTheFinish = PartialFile.canLink
+    /// With a hook; without one (over the user's file) where the rename then runs inside the write.
+    static let hookCases = namedAtTheFinish ? [false, true] : [true]
 
     /// Over a user's file, a finished small download names its partial (the record read then
     /// says it is still this run's), and another process's cancel deletes the record before
@@ -42,16 +44,16 @@ import Testing
     /// or beside an app's row rolled back) behind a record that said it was not done. The run
     /// ends completed, the app's row committed with it; a cancel then goes on as for any
     /// completed download (the record goes, the file stays).
-    @Test(arguments: ["pause", "cancel"], [false, true])
+    @Test(arguments: ["pause", "cancel"], hookCases)
     func aStopDuringTheCompletingWriteEndsCompleted(_ stop: String, hook: Bool) async throws {
-        guard hook || Self.namedAtTheFinish else { return }   // without a hook, the rename runs inside the write only there
         try await withFixture { fx in
             let data = try fx.serve("c.bin", size: 200_000)
             if !hook { try Data("the user's older version".utf8).write(to: fx.root.appendingPathComponent("c.bin")) }
             let sawStop = Locked<Bool?>(nil)
             let d = try fx.downloader {
                 $0.progressPersistInterval = .seconds(600)
-                $0.insideCompletingWrite = { stopped in   // renamed; the write waits for the stop (30 s at most)
+                $0.onCompletingWrite = { phase, stopped in   // renamed: the write waits for the stop (30 s at most)
+                    guard phase == .renamed else { return }
                     let deadline = Date().addingTimeInterval(30)
                     while !stopped(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
                     sawStop.withLock { $0 = stopped() }
@@ -77,9 +79,8 @@ import Testing
     /// write holds it) keeps everything out: once the write begins it finds the run stopped
     /// and renames nothing, so the user's file stays, no app's row is written, and the run
     /// ends paused (its whole partial kept) or cancelled (nothing left).
-    @Test(arguments: ["pause", "cancel"], [false, true])
+    @Test(arguments: ["pause", "cancel"], hookCases)
     func aStopWhileTheCompletingWriteWaitsKeepsTheFileOut(_ stop: String, hook: Bool) async throws {
-        guard hook || Self.namedAtTheFinish else { return }
         try await withFixture { fx in
             try fx.serve("k.bin", size: 200_000)
             let mine = Data("the user's older version".utf8)
@@ -87,14 +88,18 @@ import Testing
             var fault = Fault(); fault.bytesPerSecond = 400_000
             fx.origin.setFault(fault, for: "/k.bin")
             // Long leases: no renewal queues behind the held writer.
-            let d = try fx.downloader { $0.progressPersistInterval = .seconds(600); $0.leaseDuration = .seconds(120); $0.idleTimeout = .seconds(120) }
+            let waiting = Locked<(@Sendable () -> Bool)?>(nil)
+            let d = try fx.downloader {
+                $0.progressPersistInterval = .seconds(600); $0.leaseDuration = .seconds(120); $0.idleTimeout = .seconds(120)
+                $0.onCompletingWrite = { phase, stopped in if phase == .waiting { waiting.withLock { $0 = stopped } } }
+            }
             if hook { try Self.addAppRow(d, prefix: "k") }
             let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "k", file: "k.bin")
             let writer = try await holdWrites(d.database)
             defer { writer.signal() }
-            try await Task.sleep(for: .seconds(1))   // the body ends; the completing write waits
+            #expect(try await eventually { waiting.withLock { $0 != nil } })   // the body ended; the completing write waits
             let stopping = Task { if stop == "pause" { try await d.pause(id: "k") } else { try await d.cancel(id: "k") } }
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await eventually { waiting.withLock { $0 }?() == true })   // the stop reached the run
             writer.signal()
             try await stopping.value
             #expect(await ended.value == (stop == "pause" ? .paused(nil) : .cancelled))

@@ -88,15 +88,18 @@ import CourierOrigin
     /// run returns with it, and another process has cancelled the completed download by
     /// then: the heartbeat finds the record gone, but the run completed, and ends so (it
     /// ended cancelled, read from the record after the heartbeat stopped it).
-    @Test func aHeartbeatAfterTheCompletingWriteLeavesTheRunCompleted() async throws {
+    /// The same when the run is stopped here then (its heartbeat's own cancellation is not
+    /// the run's end either).
+    @Test(arguments: [false, true]) func aHeartbeatAfterTheCompletingWriteLeavesTheRunCompleted(stopHere: Bool) async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 100_000)
-            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(4); $0.leaseDuration = .seconds(3) }   // a tick a second
+            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(stopHere ? 30 : 4); $0.leaseDuration = .seconds(stopHere ? 60 : 3) }   // 3 s: a tick a second
             let other = try fx.downloader()
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "x") } }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { try await d.record(id: "x")?.state == .completed })
             try await other.cancel(id: "x")   // before the next tick, almost always
+            if stopHere { try? await d.pause(id: "x") }   // the download is gone: the pause itself may say so
             let ended = await waiter.value
             #expect(ended == nil, "ended \(String(describing: ended)), not completed")
             #expect(fx.finalData("f.bin") == data)
