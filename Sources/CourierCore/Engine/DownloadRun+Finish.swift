@@ -75,8 +75,11 @@ extension DownloadRun {
     /// heartbeat's (``withLeaseHeartbeat(_:)``).
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
-        // The heartbeat found the lease lost first: its end stands, nothing is put in place.
-        guard ending.withLock({ $0.claim(.completing) }) else { throw CancellationError() }
+        // The heartbeat found the lease lost first: its end (and reason) stands, nothing is put
+        // in place. (Its reason, not a cancellation: this task may not be cancelled yet, and
+        // an attempt takes a cancellation of an uncancelled task for a dropped transfer.)
+        let refused = ending.withLock { $0.claim(.completing) ? nil : ($0.lost ?? CancellationError()) }
+        if let refused { throw refused }
         do {
             let done = try await complete(length: length, validators: validators, moving: moving, syncing: unsynced)
             if done == nil { ending.withLock { $0.release() } }

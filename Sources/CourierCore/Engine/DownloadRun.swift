@@ -68,6 +68,7 @@ struct DownloadRun: Sendable {
                         let renewed = try await db.update(id: id, ifStateIn: [.downloading], lease: owner) { $0.renewLease(by: owner, until: expiry) }
                         lost = renewed == nil ? ExternalStop() : nil
                     } catch {
+                        if error is CancellationError || Task.isCancelled { return nil }   // stopped here: as for the sleep
                         lost = error
                     }
                     guard let lost else { continue }
@@ -80,9 +81,9 @@ struct DownloadRun: Sendable {
                     if let result { return result }
                 }
             } catch {
-                // The heartbeat's reason, whichever child's error came first (the body, stopped
-                // by it, throws its cancellation).
-                throw ending.withLock { $0.lost } ?? error
+                // The heartbeat's reason when the body's cancellation came first (it stopped the
+                // body); any other error is its own.
+                throw (error is CancellationError ? ending.withLock { $0.lost } : nil) ?? error
             }
             throw CancellationError()
         }
