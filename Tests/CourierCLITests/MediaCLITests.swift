@@ -141,7 +141,9 @@ import Glibc
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         let data = try jellyfin(w, mediaSize: 8 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 2 << 20
+        // Slow, then stalled half way: a pause (or cancel) from another process that a loaded
+        // machine delays by seconds still finds the download running (it ended whole first).
+        var slow = Fault(); slow.bytesPerSecond = 2 << 20; slow.stallAfterBytes = 4 << 20
         w.origin.setFault(slow, for: "/Items/v1/Download")
         let root = w.base.appendingPathComponent("lib")
         let (p, out, err) = try CLITests.launch(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1"])
