@@ -80,14 +80,10 @@ extension DownloadRun {
         // an attempt takes a cancellation of an uncancelled task for a dropped transfer.)
         let refused = ending.withLock { $0.claim(.completing) ? nil : ($0.lost ?? CancellationError()) }
         if let refused { throw refused }
-        do {
-            let done = try await complete(length: length, validators: validators, moving: moving, syncing: unsynced)
-            if done == nil { ending.withLock { $0.release() } }
-            return done
-        } catch {
-            ending.withLock { $0.release() }
-            throw error
-        }
+        var done: DownloadRecord?
+        defer { if done == nil { ending.withLock { $0.release() } } }   // nothing completed, or it failed
+        done = try await complete(length: length, validators: validators, moving: moving, syncing: unsynced)
+        return done
     }
 
     private func complete(length: Int64, validators: DownloadRecord?, moving: (partial: URL, final: URL)?,
@@ -179,9 +175,7 @@ extension DownloadRun {
     /// instead, the file stays: the next run finds it whole and completes it without a
     /// request.) Run outside the run's task: a stop must not skip it.
     func takeBackIfCancelled(_ final: URL, _ placed: (device: UInt64, inode: UInt64)) async {
-        guard case .some(.none) = await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) else { return }
-        guard let now = PartialFile.identity(at: final), now == placed else { return }
-        if unlink(final.path) == 0 {
+        if await deleteIfCancelledElsewhere(final, placed) {
             context.logger.info("cancelled by another process as the file was put in place: deleted it", metadata: ["id": "\(id)"])
         }
     }

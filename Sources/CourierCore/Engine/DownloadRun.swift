@@ -289,11 +289,20 @@ struct DownloadRun: Sendable {
     /// the new run's.
     func dropOrphanedPartial() async {
         guard let opened = openedPartial.take() else { return }
-        let db = self.db, id = self.id
+        await deleteIfCancelledElsewhere(opened.url, opened.identity)
+    }
+
+    /// Deletes `url` when the download's record is gone (cancelled elsewhere) and the path
+    /// still names the file `identity`; the record is read in a task a stop does not cancel
+    /// (unreadable: the file stays). True when it deleted.
+    @discardableResult
+    func deleteIfCancelledElsewhere(_ url: URL, _ identity: (device: UInt64, inode: UInt64)) async -> Bool {
+        let db = self.db, id = self.id, context = self.context
         let gone = await Task { () -> Bool in
-            do { return try await db.record(id: id) == nil } catch { return false }   // unreadable: left, as it was before
+            guard case .some(.none) = await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) else { return false }
+            return true
         }.value
-        if gone { PartialFile.delete(opened.url, ifStill: opened.identity) }
+        return gone && PartialFile.delete(url, ifStill: identity)
     }
 }
 

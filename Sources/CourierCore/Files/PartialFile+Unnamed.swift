@@ -78,10 +78,11 @@ extension PartialFile {
     }
 
     /// Deletes the name `url` when it still names the file `identity` (a name this run gave
-    /// and must take back after its descriptor was handed over).
-    static func delete(_ url: URL, ifStill identity: (device: UInt64, inode: UInt64)) {
-        guard let now = Self.identity(at: url), now == identity else { return }
-        _ = unlink(url.path)
+    /// and must take back); true when it did.
+    @discardableResult
+    static func delete(_ url: URL, ifStill identity: (device: UInt64, inode: UInt64)) -> Bool {
+        guard let now = Self.identity(at: url), now == identity else { return false }
+        return unlink(url.path) == 0
     }
 
     /// Takes back the name ``materialize()`` gave, when the path still names this file: the
@@ -90,10 +91,7 @@ extension PartialFile {
     /// descriptor and go when it closes.
     func unname() {
         #if os(Linux)
-        var mine = stat(), there = stat()
-        guard fd >= 0, fstat(fd, &mine) == 0, lstat(url.path, &there) == 0,
-              mine.st_dev == there.st_dev, mine.st_ino == there.st_ino else { return }
-        if unlink(url.path) == 0 { isUnnamed = true }
+        if let mine = openIdentity, Self.delete(url, ifStill: mine) { isUnnamed = true }
         #endif
     }
 }
