@@ -75,6 +75,7 @@ extension DownloadRun {
     /// heartbeat's (``withLeaseHeartbeat(_:)``).
     func markCompleted(length: Int64, validators: DownloadRecord? = nil, moving: (partial: URL, final: URL)? = nil,
                        syncing unsynced: PartialFile? = nil) async throws -> DownloadRecord? {
+        if let beforeCompleting = config.beforeCompleting { await beforeCompleting() }   // a test's window
         // The heartbeat found the lease lost first: its end (and reason) stands, nothing is put
         // in place. (Its reason, not a cancellation: this task may not be cancelled yet, and
         // an attempt takes a cancellation of an uncancelled task for a dropped transfer.)

@@ -52,6 +52,10 @@ public struct DownloaderConfiguration: Sendable {
     /// For tests only: a pause after the record is completed, before the run reports it,
     /// so a stop can arrive in that window (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var pauseAfterCompleting: Duration? = nil
+    /// For tests only: awaited as a finished body is about to complete its record, before the
+    /// run claims its end against the lease heartbeat, so a test can act in that window
+    /// (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var beforeCompleting: (@Sendable () async -> Void)? = nil
     /// For tests only: awaited after a finished small download's unnamed partial is named,
     /// before the completing write that renames it, so a test can act in that window
     /// (`@_spi(Testing) import Courier`).

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import Testing
-@testable import CourierCore
+@_spi(Testing) @testable import CourierCore
 import CourierOrigin
 
 /// Two downloaders on one database file (as two processes would be, each with its own
@@ -115,6 +115,40 @@ import CourierOrigin
             let after = try #require(try await db.record(id: "s"))
             #expect(after.leaseOwner == "otherhost:9:dddd")
             #expect(after.state == .downloading)
+            await d.shutdown()
+        }
+    }
+
+    /// The heartbeat finds the lease taken over just as the body has ended, before the run
+    /// completes the record: the heartbeat's stop stands. Nothing is put in place (the new
+    /// owner's run will finish the download), and the record stays the new owner's. A small
+    /// body (unnamed partial, linked where nothing is) and one over 1 MiB (a named partial,
+    /// renamed).
+    @Test(arguments: [100_000, 3_000_000]) func aLeaseLostAsTheBodyEndsKeepsTheFileOut(size: Int) async throws {
+        try await withFixture { fx in
+            try fx.serve("s.bin", size: size)
+            let db = try fx.database()
+            let stoppedInWindow = Locked(false)
+            let d = try fx.downloader {
+                $0.leaseDuration = .milliseconds(600)   // a tick every 200 ms
+                $0.beforeCompleting = {
+                    do {
+                        try await db.writer.write { db in
+                            try db.execute(sql: "UPDATE courierDownload SET leaseOwner = 'otherhost:9:dddd', leaseExpiresAt = ? WHERE id = 's'",
+                                           arguments: [Date().addingTimeInterval(600)])
+                        }
+                        try await Task.sleep(for: .seconds(20))   // until the heartbeat stops the run
+                    } catch {
+                        stoppedInWindow.withLock { $0 = true }
+                    }
+                }
+            }
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            #expect(try await eventually(timeout: .seconds(10)) { stoppedInWindow.withLock { $0 } }, "the heartbeat did not stop the run in the window")
+            #expect(try await eventually(timeout: .seconds(10)) { await d.runningIDs.isEmpty })
+            #expect(!fx.exists("s.bin"), "a run whose lease was lost put its file in place")
+            let after = try #require(try await db.record(id: "s"))
+            #expect(after.leaseOwner == "otherhost:9:dddd" && after.state == .downloading)
             await d.shutdown()
         }
     }
