@@ -126,7 +126,7 @@ struct Doc: AsyncParsableCommand {
         func run() async throws {
             try await options.run(transport: stack) { _, docs in
                 let text = try await docs.readInPlace(path)
-                if options.json { try printJSON(DocResult(text: text)) } else { FileHandle.standardOutput.write(Data(text.utf8)) }
+                if options.json { try printJSON(DocResult(text: text)) } else { Terminal.raw(Data(text.utf8)) }
             }
         }
     }
@@ -138,7 +138,7 @@ struct Doc: AsyncParsableCommand {
         @Argument var path: String
         func run() async throws {
             try await options.run(transport: stack) { _, docs in
-                for try await chunk in docs.readInPlaceStream(path) { FileHandle.standardOutput.write(chunk) }
+                for try await chunk in docs.readInPlaceStream(path) { Terminal.raw(chunk) }
             }
         }
     }

@@ -23,7 +23,7 @@ struct Put: AsyncParsableCommand {
                                  valueName: "file-then-url"))
     var arguments: [String] = []
 
-    @Option(name: .long, help: "S3 part size or tus chunk size, up to 1G (S3: at least 5M, and larger when a file would need over 10,000 parts): what an interruption can cost at most. Each part in flight is held in memory.")
+    @Option(name: .long, help: "S3 part size or tus chunk size, up to 1G (S3: at least 5M, and larger when a file would need over 10,000 parts): what an interruption can cost at most. An S3 part is read from the file as it is sent, not held in memory.")
     var partSize: ByteSize = ByteSize(bytes: 8 << 20)
 
     @Option(name: [.customShort("x"), .customLong("connections")], help: "S3 parts of one file sent at once (1-16).")

@@ -31,7 +31,7 @@ struct StreamToStdout {
                         do { try out.write(contentsOf: data) } catch {
                             // The reader went away (`| head`): stop quietly, as a process that
                             // SIGPIPE ends does; any other failure is a file error with its code.
-                            if Self.isClosedPipe(error) { return ExitCodes.pipeClosed }
+                            if Terminal.isClosedPipe(error) { return ExitCodes.pipeClosed }
                             throw FileErrors.error(error, "write to", URL(fileURLWithPath: "/dev/stdout"), .write)
                         }
                     }
@@ -58,13 +58,5 @@ struct StreamToStdout {
             Terminal.error("courier: E_NETWORK: \(Redactor.redact(FileErrors.describe(error)))")
             return ExitCodes.network
         }
-    }
-
-    /// Whether writing failed because the pipe's reader closed it (EPIPE, however wrapped).
-    static func isClosedPipe(_ error: any Error) -> Bool {
-        let ns = error as NSError
-        if ns.domain == NSPOSIXErrorDomain, ns.code == Int(EPIPE) { return true }
-        if let inner = ns.userInfo[NSUnderlyingErrorKey] as? NSError, inner.domain == NSPOSIXErrorDomain, inner.code == Int(EPIPE) { return true }
-        return ns.domain == NSCocoaErrorDomain && ns.code == 512 && "\(ns)".contains("Broken pipe")   // Linux's Foundation names it only in words
     }
 }

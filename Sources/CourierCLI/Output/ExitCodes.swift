@@ -27,7 +27,7 @@ enum ExitCodes {
           7    the download is running in another process (E_LEASED)
          64    usage error (bad flags, invalid URL, path or id; E_URL_NEEDED: give the URL again)
         130    interrupted: the download is paused and resumes on the next run
-        141    -o -: the reader closed standard output (`| head`), as SIGPIPE ends a process
+        141    the reader of standard output went away (`| head`): ended as SIGPIPE ends a process, what was saved kept
         """
 
     /// The exit code for an error code.

@@ -45,7 +45,7 @@ final class Interrupts: @unchecked Sendable { // state behind `lock`
         if first { actions = [] }
         lock.unlock()
         if !first {
-            FileHandle.standardError.write(Data("\ncourier: interrupted again; quitting now (partial files are kept)\n".utf8))
+            Terminal.error("\ncourier: interrupted again; quitting now (partial files are kept)")
             exit(ExitCodes.interrupted)
         }
         for action in run { action() }

@@ -1,3 +1,4 @@
+import Courier
 import Foundation
 
 /// Where the CLI writes: results to stdout, progress and errors to stderr.
@@ -5,16 +6,41 @@ enum Terminal {
     /// Whether stderr is a terminal (progress bar) or a pipe/file (plain lines).
     static var isInteractive: Bool { isatty(STDERR_FILENO) == 1 && ProcessInfo.processInfo.environment["TERM"] != "dumb" }
 
+    /// A result line on stdout.
     static func out(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        raw(Data((text + "\n").utf8))
+    }
+
+    /// Bytes on stdout as they are (a document's text or bytes). A reader that went away
+    /// (`| head`) ends the process at once, quietly, with 141, as SIGPIPE ends one (Courier
+    /// ignores SIGPIPE for its sockets, so the write fails instead); any other failure (a
+    /// full disk behind `>`) ends it with its code in words. What was saved stays saved, as
+    /// after any kill: a running transfer resumes on the next run.
+    static func raw(_ data: Data) {
+        do { try FileHandle.standardOutput.write(contentsOf: data) } catch { endForUnwritableOutput(error) }
     }
 
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))   // stderr gone: nowhere left to say anything
     }
 
     static func progress(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
+        try? FileHandle.standardError.write(contentsOf: Data(text.utf8))   // stderr gone: progress is only shown, never needed
+    }
+
+    /// Whether a write failed because its reader closed the pipe (EPIPE).
+    static func isClosedPipe(_ error: any Error) -> Bool {
+        let ns = error as NSError
+        if ns.domain == NSPOSIXErrorDomain, ns.code == Int(EPIPE) { return true }
+        if let inner = ns.userInfo[NSUnderlyingErrorKey] as? NSError, inner.domain == NSPOSIXErrorDomain, inner.code == Int(EPIPE) { return true }
+        return ns.domain == NSCocoaErrorDomain && ns.code == 512 && "\(ns)".contains("Broken pipe")   // Linux's Foundation names it only in words
+    }
+
+    private static func endForUnwritableOutput(_ error: any Error) -> Never {
+        if isClosedPipe(error) { _exit(ExitCodes.pipeClosed) }
+        let failure = FileErrors.error(error, "write to", URL(fileURLWithPath: "/dev/stdout"), .write)
+        Terminal.error("courier: \(failure.code.rawValue): \(failure.message)")
+        _exit(ExitCodes.code(for: failure.code))
     }
 
     /// Columns of the terminal, 80 when unknown.
