@@ -128,24 +128,27 @@ import CourierOrigin
         try await withFixture { fx in
             try fx.serve("s.bin", size: size)
             let db = try fx.database()
-            let stoppedInWindow = Locked(false)
+            let reached = Locked(false), takenOver = Locked(false), stoppedInWindow = Locked(false)
             let d = try fx.downloader {
-                $0.leaseDuration = .milliseconds(600)   // a tick every 200 ms
+                $0.leaseDuration = .seconds(3)   // a tick a second
                 $0.beforeCompleting = {
+                    reached.withLock { $0 = true }
                     do {
                         try await db.writer.write { db in
                             try db.execute(sql: "UPDATE courierDownload SET leaseOwner = 'otherhost:9:dddd', leaseExpiresAt = ? WHERE id = 's'",
                                            arguments: [Date().addingTimeInterval(600)])
                         }
-                        try await Task.sleep(for: .seconds(20))   // until the heartbeat stops the run
-                    } catch {
-                        stoppedInWindow.withLock { $0 = true }
-                    }
+                    } catch { return }   // `takenOver` stays false: the test says so
+                    takenOver.withLock { $0 = true }
+                    do { try await Task.sleep(for: .seconds(60)) } catch { stoppedInWindow.withLock { $0 = true } }   // until the heartbeat stops the run
                 }
             }
             try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
-            #expect(try await eventually(timeout: .seconds(10)) { stoppedInWindow.withLock { $0 } }, "the heartbeat did not stop the run in the window")
-            #expect(try await eventually(timeout: .seconds(10)) { await d.runningIDs.isEmpty })
+            // Generous waits: under a loaded parallel suite the body alone has taken seconds.
+            #expect(try await eventually(timeout: .seconds(60)) { reached.withLock { $0 } }, "the body never reached its completion")
+            #expect(try await eventually(timeout: .seconds(30)) { stoppedInWindow.withLock { $0 } }, "the heartbeat did not stop the run in the window")
+            #expect(takenOver.withLock { $0 }, "the test could not take the lease over")
+            #expect(try await eventually(timeout: .seconds(30)) { await d.runningIDs.isEmpty })
             #expect(!fx.exists("s.bin"), "a run whose lease was lost put its file in place")
             let after = try #require(try await db.record(id: "s"))
             #expect(after.leaseOwner == "otherhost:9:dddd" && after.state == .downloading)
