@@ -48,7 +48,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000 + connectTimeout.components.attoseconds / 1_000_000_000)),
+            timeout: .init(connect: .nanoseconds(Self.nanoseconds(connectTimeout))),
             decompression: .enabled(limit: .ratio(decompressionRatioLimit))
         )
         // HTTP/2 where the server offers it, HTTP/1.1 otherwise. Over HTTP/2 one connection
@@ -97,7 +97,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             req.headers.add(name: field.name.rawName, value: field.value)
         }
         if let body = request.body { req.body = Self.body(body, observer: request.bodyObserver, loops: client.eventLoopGroup) }
-        let deadline: NIODeadline = request.timeout.map { .now() + .nanoseconds(Int64($0.components.seconds) * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000) } ?? .distantFuture
+        let deadline: NIODeadline = request.timeout.map { .now() + .nanoseconds(Self.nanoseconds($0)) } ?? .distantFuture
         do {
             let response = try await Self.execute(req, on: request.ownConnection ? separateClient : client, deadline: deadline)
             var fields = HTTPFields()

@@ -37,7 +37,15 @@ final class BodyStream: AsyncSequence, @unchecked Sendable { // state is locked
     /// A reply the system decodes (Content-Encoding): at most `ratio` times its encoded
     /// length may come out of it (a decompression bomb is cut, like AsyncHTTPClient's limit).
     func limitDecoding(encodedLength: Int64, ratio: Int) {
-        state.withLock { $0.decodedLimit = Swift.max(encodedLength, 1) * Int64(ratio) }
+        let limit = Self.decodedLimit(encodedLength: encodedLength, ratio: ratio)
+        state.withLock { $0.decodedLimit = limit }
+    }
+
+    /// `ratio` times the encoded length (at least one byte), `Int64.max` past it: the length
+    /// is the server's word (a hostile `Content-Length` of 10^17 overflowed the product).
+    static func decodedLimit(encodedLength: Int64, ratio: Int) -> Int64 {
+        let (limit, overflow) = Swift.max(encodedLength, 1).multipliedReportingOverflow(by: Int64(Swift.max(ratio, 1)))
+        return overflow ? .max : limit
     }
 
     func append(_ data: Data) {

@@ -22,15 +22,26 @@ import Testing
         var c = S3Configuration(bucket: "bkt", prefix: "att/", endpoint: URL(string: "http://127.0.0.1:5000")!, accessKeyID: "a", secretAccessKey: "s")
         let path = S3RemoteStorage(configuration: c, transport: testTransport())
         let a = Attachment(id: "x", filename: "a b+c.jpg", state: .queuedUpload)
-        #expect(path.objectURL(key: try path.key(for: a)).absoluteString == "http://127.0.0.1:5000/bkt/att/a%20b%2Bc.jpg")
+        #expect(try path.objectURL(key: try path.key(for: a)).absoluteString == "http://127.0.0.1:5000/bkt/att/a%20b%2Bc.jpg")
         c.addressing = .virtualHost
         c.endpoint = nil
         c.region = "eu-central-1"
         let virtual = S3RemoteStorage(configuration: c, transport: testTransport())
-        #expect(virtual.objectURL(key: "att/k.jpg").absoluteString == "https://bkt.s3.eu-central-1.amazonaws.com/att/k.jpg")
-        #expect(virtual.objectURL(key: "k", query: "uploads=").absoluteString == "https://bkt.s3.eu-central-1.amazonaws.com/k?uploads=")
+        #expect(try virtual.objectURL(key: "att/k.jpg").absoluteString == "https://bkt.s3.eu-central-1.amazonaws.com/att/k.jpg")
+        #expect(try virtual.objectURL(key: "k", query: "uploads=").absoluteString == "https://bkt.s3.eu-central-1.amazonaws.com/k?uploads=")
         // A hostile file name never becomes a key outside the prefix.
         #expect(throws: CourierError.self) { try path.key(for: Attachment(id: "y", filename: "../../etc", state: .queuedUpload)) }
+    }
+
+    /// A remote that cannot form a URL (a region with a space or a colon, a bucket that is no
+    /// host name or an IPv6 endpoint for virtual hosts) is E_INVALID_URL, never a crash.
+    @Test(arguments: [("us-east-1 ", "bkt", nil, false), ("a:b", "bkt", nil, false), ("us-east-1", "my bucket", nil, true),
+                      ("us-east-1", "bkt", "http://[::1]:9000", true)] as [(String, String, String?, Bool)])
+    func aRemoteThatFormsNoURLIsAnError(region: String, bucket: String, endpoint: String?, virtual: Bool) throws {
+        let c = S3Configuration(bucket: bucket, region: region, endpoint: endpoint.flatMap(URL.init(string:)), addressing: virtual ? .virtualHost : .pathStyle,
+                                accessKeyID: "a", secretAccessKey: "s")
+        let storage = S3RemoteStorage(configuration: c, transport: testTransport())
+        #expect { try storage.objectURL(key: "k") } throws: { ($0 as? CourierError)?.code == .invalidURL }
     }
 
     @Test func presignedLinksAreRedactedInErrorsAndLogs() {

@@ -14,12 +14,7 @@ extension AttachmentQueue {
     public static func watch(sql: String, arguments: StatementArguments = StatementArguments(), in writer: any DatabaseWriter,
                              defaultExtension: String? = nil) -> AsyncThrowingStream<[WatchedAttachmentItem], any Error> {
         let observation = ValueObservation.tracking { db in
-            try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { row -> WatchedAttachmentItem? in
-                guard let id = row[0] as String? else { return nil }
-                let filename = row.hasColumn("filename") ? row["filename"] as String? : nil
-                let ext = row.hasColumn("file_extension") ? row["file_extension"] as String? : defaultExtension
-                return WatchedAttachmentItem(id: id, filename: filename, fileExtension: ext)
-            }
+            try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { WatchedAttachmentItem(row: $0, defaultExtension: defaultExtension) }
         }
         return AsyncThrowingStream { continuation in
             let task = Task {
@@ -31,6 +26,27 @@ extension AttachmentQueue {
                 }
             }
             continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+extension WatchedAttachmentItem {
+    /// An item from a row of the app's watched query: the first column is the id, text or an
+    /// integer (`SELECT photo_id` with integer ids); `filename` and `file_extension`, when
+    /// the query has them, name the file. A row whose id is NULL, a real number or a blob is
+    /// no item. (GRDB's `row[0] as String?` traps on an integer: read as stored instead.)
+    public init?(row: Row, defaultExtension: String?) {
+        guard let id = Self.text(row[0]) else { return nil }
+        let filename = row.hasColumn("filename") ? Self.text(row["filename"]) : nil
+        let ext = row.hasColumn("file_extension") ? Self.text(row["file_extension"]) : defaultExtension
+        self.init(id: id, filename: filename, fileExtension: ext)
+    }
+
+    private static func text(_ value: DatabaseValue) -> String? {
+        switch value.storage {
+        case .string(let text): return text
+        case .int64(let number): return String(number)
+        case .null, .double, .blob: return nil
         }
     }
 }

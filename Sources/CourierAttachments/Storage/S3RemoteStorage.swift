@@ -95,11 +95,14 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
         try await service.shutdown()
     }
 
-    /// The object URL of a key (path-style or virtual-host), with an optional query.
-    func objectURL(key: String, query: String? = nil) -> URL {
-        let base = configuration.endpoint ?? URL(string: "https://s3.\(configuration.region).amazonaws.com")!
+    /// The object URL of a key (path-style or virtual-host), with an optional query;
+    /// `E_INVALID_URL` when the configuration cannot make one (a region with a space or a
+    /// colon, a virtual-host bucket that is no host name, an IPv6 endpoint for virtual hosts).
+    func objectURL(key: String, query: String? = nil) throws -> URL {
+        let unusable = CourierError(.invalidURL, "the S3 remote (bucket \(configuration.bucket), region \(configuration.region)) does not form a URL")
+        guard let base = configuration.endpoint ?? URL(string: "https://s3.\(configuration.region).amazonaws.com") else { throw unusable }
         let encodedKey = key.split(separator: "/", omittingEmptySubsequences: false).map { SigV4Signer.uriEncode(String($0)) }.joined(separator: "/")
-        var c = URLComponents(url: base, resolvingAgainstBaseURL: false)!
+        guard var c = URLComponents(url: base, resolvingAgainstBaseURL: false) else { throw unusable }
         switch configuration.addressing {
         case .pathStyle:
             c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))/\(encodedKey)"
@@ -108,7 +111,8 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
             c.percentEncodedPath = "/\(encodedKey)"
         }
         c.percentEncodedQuery = query
-        return c.url!
+        guard let url = c.url else { throw unusable }
+        return url
     }
 
     func key(for attachment: Attachment) throws -> String {
@@ -136,7 +140,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
 
     /// Creates the bucket if it does not exist (for tests and first runs).
     public func createBucketIfNeeded() async throws {
-        let base = objectURL(key: "")
+        let base = try objectURL(key: "")
         var c = URLComponents(url: base, resolvingAgainstBaseURL: false)!
         if configuration.addressing == .pathStyle { c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))" } else { c.percentEncodedPath = "/" }
         let response = try await send(.put, c.url!)
@@ -204,7 +208,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
 
     /// One page of a bucket listing (XML).
     func listPage(query: String) async throws -> String {
-        var c = URLComponents(url: objectURL(key: ""), resolvingAgainstBaseURL: false)!
+        var c = URLComponents(url: try objectURL(key: ""), resolvingAgainstBaseURL: false)!
         if configuration.addressing == .pathStyle { c.percentEncodedPath = "/\(SigV4Signer.uriEncode(configuration.bucket))" } else { c.percentEncodedPath = "/" }
         c.percentEncodedQuery = query
         let response = try await send(.get, c.url!)
@@ -215,7 +219,7 @@ public final class S3RemoteStorage: ResumableRemoteStorage, ConditionalRemoteSto
 
     /// A freshly presigned GET link.
     public func downloadURL(for attachment: Attachment) async throws -> String {
-        signer.presign(url: objectURL(key: try key(for: attachment)), expires: configuration.presignExpiry).absoluteString
+        signer.presign(url: try objectURL(key: try key(for: attachment)), expires: configuration.presignExpiry).absoluteString
     }
 
     static func xmlValue(_ tag: String, in xml: String) -> String? {

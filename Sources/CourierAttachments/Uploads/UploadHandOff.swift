@@ -120,7 +120,7 @@ extension S3RemoteStorage: UploadHandingOff {
                                            md5: digests.md5, sha256: digests.sha256, bodyPath: body.path, ownsBody: true, owner: journal.owner)
             let headers = [("Content-MD5", digests.md5Data.base64EncodedString()), ("x-amz-checksum-sha256", digests.sha256Data.base64EncodedString())]
             let query = "partNumber=\(part.number)&uploadId=\(SigV4Signer.uriEncode(uploadID))"
-            let url = signer.presign(method: "PUT", url: objectURL(key: key, query: query), expires: 7 * 24 * 3600, headers: headers)
+            let url = signer.presign(method: "PUT", url: try objectURL(key: key, query: query), expires: 7 * 24 * 3600, headers: headers)
             requests.append(UploadTaskRequest(piece: piece, kind: .s3, method: "PUT", url: url.absoluteString, headers: headers.map { (name: $0.0, value: $0.1) }))
         }
         return try await UploadPieceFile.record(requests, folder: folder, db)

@@ -72,9 +72,7 @@ struct SyncOptions: ParsableArguments {
         do {
             return try await pool.read { db in
                 try Row.fetchAll(db, sql: watchSql).compactMap { row in
-                    guard let id = row[0] as String? else { return nil }
-                    let filename = row.hasColumn("filename") ? row["filename"] as String? : nil
-                    return WatchedAttachmentItem(id: id, filename: filename, fileExtension: ext)
+                    WatchedAttachmentItem(row: row, defaultExtension: nil).map { WatchedAttachmentItem(id: $0.id, filename: $0.filename, fileExtension: ext) }
                 }
             }
         } catch {

@@ -22,10 +22,12 @@ struct ListDownload {
     func run() async throws -> Int32 {
         let text: String
         do {
-            text = inputFile == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            // `readToEnd()` throws where `readDataToEndOfFile()` traps (stdin a folder, or closed).
+            text = inputFile == "-" ? String(decoding: try FileHandle.standardInput.readToEnd() ?? Data(), as: UTF8.self)
                                     : try String(contentsOfFile: inputFile, encoding: .utf8)
         } catch {
-            throw CourierError(.fileNotFound, "cannot read the input file \(inputFile): \(error.localizedDescription)")
+            let name = inputFile == "-" ? "standard input" : "the input file \(inputFile)"
+            throw CourierError(.fileNotFound, "cannot read \(name): \(FileErrors.describe(error))")
         }
         let list = try InputList(parsing: text)
         let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)

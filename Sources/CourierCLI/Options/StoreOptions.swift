@@ -72,7 +72,15 @@ struct EngineOptions: ParsableArguments {
         if stack == .urlsession, insecure || cacert != nil {
             throw ValidationError("--cacert and --insecure need --transport nio: URLSession trusts what the system trusts.")
         }
+        // Past a day a timeout waits on nothing a person waits for; past Int64's nanoseconds
+        // it overflowed (a crash, not an error).
+        for (flag, seconds) in [("--idle-timeout", idleTimeout), ("--connect-timeout", connectTimeout)] where !(1...Self.longestTimeout).contains(seconds) {
+            throw ValidationError("\(flag) takes 1 to \(Self.longestTimeout) seconds, not \(seconds).")
+        }
     }
+
+    /// The longest `--idle-timeout` and `--connect-timeout`: a day.
+    static let longestTimeout = 86_400
 
     /// The HTTP transport the flags ask for, with the TLS trust they ask for (verified by default).
     func transport() throws -> any HTTPTransport {

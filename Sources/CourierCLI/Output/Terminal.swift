@@ -62,7 +62,8 @@ enum Format {
     }
 
     static func duration(_ seconds: Double) -> String {
-        guard seconds.isFinite, seconds >= 0 else { return "--" }
+        // Past 100 days an estimate says nothing (and a server's absurd total would overflow Int).
+        guard seconds.isFinite, seconds >= 0, seconds < 100 * 86_400 else { return "--" }
         let s = Int(seconds.rounded())
         if s < 60 { return "\(s)s" }
         if s < 3600 { return "\(s / 60)m\(String(format: "%02d", s % 60))s" }

@@ -37,7 +37,9 @@ final class Activity: Sendable {
 /// Runs `body`, aborting it with ``CourierError/Code/timeout`` when it goes `timeout`
 /// without calling ``Activity/touch()``, until it calls ``Activity/stopWatching()``.
 /// Cancelling the caller cancels both.
-func withIdleWatchdog<T: Sendable>(timeout: Duration, _ body: @escaping @Sendable (Activity) async throws -> T) async throws -> T {
+func withIdleWatchdog<T: Sendable>(timeout requested: Duration, _ body: @escaping @Sendable (Activity) async throws -> T) async throws -> T {
+    // An app's absurd idle window (10^18 s) would trap in the clock's sleep: a year is as good as never.
+    let timeout = min(requested, .seconds(365 * 86_400))
     let activity = Activity()
     return try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await Activity.$current.withValue(activity) { try await body(activity) } }

@@ -11,7 +11,10 @@ import GRDB
 package enum DatabaseDate {
     /// `2026-11-23 03:20:33.065`.
     package static func text(_ date: Date) -> String {
-        let interval = date.timeIntervalSince1970
+        // Years 0000 to 9999 (the format's four digits): a date read from a row another program
+        // wrote (1e300, infinity) trapped converting to time_t.
+        let raw = date.timeIntervalSince1970
+        let interval = raw.isNaN ? 0 : min(max(raw, -62_167_219_200), 253_402_300_799)
         var seconds = time_t(interval.rounded(.down))
         var millis = Int(((interval - Double(seconds)) * 1000).rounded())
         if millis == 1000 { seconds += 1; millis = 0 }

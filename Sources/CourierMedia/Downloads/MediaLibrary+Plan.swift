@@ -26,7 +26,8 @@ extension MediaLibrary {
         // the copy only once whole and valid (a web page answered now never costs the film).
         let inLibrary = completedReport(key) != nil
         let plannedPath = try earlier?.plannedPath ?? MediaLayout.mediaFile(item, versionId: version, container: container) + (inLibrary ? MediaLayout.incomingSuffix : "")
-        let announced = options.transcoding == nil ? source?.size : nil
+        // The server's word: a size no file has (negative, past 2^60) announces nothing.
+        let announced = options.transcoding == nil ? source?.size.flatMap { (0...(Int64(1) << 60)).contains($0) ? $0 : nil } : nil
 
         let held = PartialFile.length(at: root.appendingPathComponent(plannedPath + ".partial"))
         let needed = minimumFreeSpace + max(0, (announced ?? 0) - held)

@@ -28,4 +28,15 @@ import Testing
         }
         #expect(DatabaseDate.parse(DatabaseValue(value: 12.5)!) == Date(timeIntervalSince1970: 12.5))
     }
+
+    /// A date column another program filled with an absurd number: read, then written again
+    /// (every update re-encodes the record's dates), it is clamped to the format's years.
+    @Test func anAbsurdDateIsWrittenClampedNotACrash() throws {
+        for (value, late) in [(1e300.databaseValue, true), ((-1e300).databaseValue, false), (Double.infinity.databaseValue, true), (Int64.max.databaseValue, true)] {
+            let date = try #require(DatabaseDate.parse(value))
+            let text = DatabaseDate.text(date)
+            #expect(text == (late ? "9999-12-31 23:59:59.000" : "0000-01-01 00:00:00.000"), "\(value): \(text)")
+        }
+        #expect(DatabaseDate.text(Date(timeIntervalSince1970: .nan)) == "1970-01-01 00:00:00.000")
+    }
 }

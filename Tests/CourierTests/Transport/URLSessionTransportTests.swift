@@ -53,5 +53,24 @@ import Testing
             try await transport.shutdown()
         }
     }
-}
 
+    /// A compressed reply's decoded limit is `ratio` × its `Content-Length`: a hostile length
+    /// (10^17, 100 × that is past Int64) is a large limit, not a crash.
+    @Test func aHugeContentLengthOnACompressedReplyIsNotACrash() async throws {
+        #expect(BodyStream.decodedLimit(encodedLength: 1_000, ratio: 100) == 100_000)
+        #expect(BodyStream.decodedLimit(encodedLength: 0, ratio: 100) == 100)
+        #expect(BodyStream.decodedLimit(encodedLength: -5, ratio: 100) == 100)
+        #expect(BodyStream.decodedLimit(encodedLength: 100_000_000_000_000_000, ratio: 100) == .max)
+        #expect(BodyStream.decodedLimit(encodedLength: .max, ratio: 100) == .max)
+        try await withFixture { fx in
+            _ = try fx.serve("z.bin", size: 1000)
+            var fault = Fault(); fault.contentEncoding = "gzip"; fault.contentLengthDelta = 100_000_000_000_000_000
+            fx.origin.setFault(fault, for: "/z.bin")
+            let transport = URLSessionTransport()
+            if let reply = try? await transport.send(TransportRequest(url: fx.url("z.bin"))) {   // libcurl may refuse the reply: either way, no crash
+                await reply.body.drain()
+            }
+            try await transport.shutdown()
+        }
+    }
+}
