@@ -166,7 +166,7 @@ extension CourierOrigin {
         guard let q = uri.firstIndex(of: "?") else { return (uri, [:]) }
         var query: [String: String] = [:]
         for pair in uri[uri.index(after: q)...].split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1)
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)   // `?=x` is a pair with an empty name
             query[String(kv[0])] = kv.count > 1 ? (String(kv[1]).removingPercentEncoding ?? String(kv[1])) : ""
         }
         return (String(uri[..<q]), query)

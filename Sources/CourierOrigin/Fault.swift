@@ -69,7 +69,11 @@ public struct Fault: Sendable, Equatable, Codable {
 
     /// Builds a fault from query parameters; unknown ones are ignored.
     public init(query: [String: String]) {
-        func int(_ k: String) -> Int64? { query[k].flatMap { Int64($0) } }
+        // Bounded, so a hostile query (`?crshift=9223372036854775807`, `?stallsecs=1e30`,
+        // `?status=-1`) is a large fault, not an overflow that takes the server down.
+        func int(_ k: String) -> Int64? { query[k].flatMap { Int64($0) }.map { min(max($0, -(1 << 50)), 1 << 50) } }
+        func seconds(_ k: String) -> Double? { query[k].flatMap { Double($0) }.map { $0.isNaN ? 0 : min(max($0, 0), 86_400) } }
+        func status(_ k: String, in allowed: ClosedRange<Int64>) -> Int? { int(k).flatMap { allowed.contains($0) ? Int($0) : nil } }
         func flag(_ k: String) -> Bool { query[k] == "1" || query[k] == "true" }
         dropAfterBytes = int("drop")
         ignoreRange = flag("norange")
@@ -80,19 +84,19 @@ public struct Fault: Sendable, Equatable, Codable {
         onlyRanges = flag("onlyranges")
         noValidators = flag("novalidators")
         gzip = flag("gzip")
-        failStatus = int("status").map { Int($0) }
+        failStatus = status("status", in: 100...599)
         failCount = int("count").map { Int($0) } ?? 0
         retryAfter = int("retryafter").map { Int($0) }
         stallAfterBytes = int("stall")
-        stallSeconds = query["stallsecs"].flatMap { Double($0) } ?? 3600
-        headerDelaySeconds = query["headerdelay"].flatMap { Double($0) }
+        stallSeconds = seconds("stallsecs") ?? 3600
+        headerDelaySeconds = seconds("headerdelay")
         alignRangeStart = int("align")
         contentRangeShift = int("crshift") ?? 0
         contentRangeTotal = int("crtotal")
         contentLengthDelta = int("cldelta") ?? 0
         bytesPerSecond = int("rate")
         redirectTo = query["redirect"]
-        redirectStatus = int("redirectstatus").map { Int($0) } ?? 302
+        redirectStatus = status("redirectstatus", in: 300...399) ?? 302
         times = int("times").map { Int($0) } ?? 0
         contentDisposition = query["disposition"]
         contentEncoding = query["encoding"]
