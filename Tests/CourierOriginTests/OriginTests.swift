@@ -123,13 +123,16 @@ import Testing
     @Test func hostileQueriesAreAnsweredNotACrash() async throws {
         let w = try await World()
         defer { Task { await w.close() } }
+        // Every fault here is active on every request (no `times`); a stall is ended from
+        // the side once it has begun, since the client waits on the body without a deadline.
+        let ender = Task { while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)); w.origin.endStalls() } }   // cancelled below
+        defer { ender.cancel() }
         for query in ["=", "=x&&a", "status=-1", "status=99999", "redirect=/f.bin&redirectstatus=-1", "headerdelay=nan", "headerdelay=-3",
-                      "stall=10&stallsecs=1e30&times=1&count=-1", "crshift=9223372036854775807", "cldelta=9223372036854775807&nolength",
+                      "stall=10&stallsecs=1e30", "crshift=9223372036854775807", "cldelta=9223372036854775807",
                       "cldelta=-9223372036854775808", "rate=-5", "align=-4096", "retryafter=-1&status=503"] {
             let headers = query.contains("crshift") || query.contains("align") ? [("Range", "bytes=100-199")] : []
             let reply = try? await w.get("/f.bin?" + query, headers: headers)   // a reply cut short by a bounded fault is fine: the server must live
             _ = reply
-            if query.hasPrefix("stall") { w.origin.endStalls() }
         }
         let (plain, data) = try await w.get("/f.bin")
         #expect(plain.status == .ok && data == w.body)

@@ -34,7 +34,7 @@ struct Foreground {
             var entries: [DownloadJSON] = []
             for id in ids { entries.append(DownloadJSON(id: id, record: try? await downloader.record(id: id), note: note)) }   // unreadable: reported as no record
             do { try printJSON(DownloadsJSON(ok: worst == ExitCodes.success, downloads: entries)) } catch {
-                Terminal.error("courier: E_UNEXPECTED: the JSON could not be written: \(error)")
+                Terminal.error("courier: E_UNEXPECTED: the JSON could not be encoded: \(error)")
             }
         }
         await downloader.shutdown()

@@ -57,8 +57,10 @@ enum ExitCodes {
 /// Prints a Courier error (`CODE: message` on stderr; with `json`, also an object with
 /// `"ok": false`, the code and the message on stdout) and exits with its code.
 func failure(_ error: CourierError, json: Bool = false) -> ExitCode {
-    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message)) }   // stdout is gone: the message below still reaches stderr
+    // stderr first: a stdout that cannot take the JSON ends the process (Terminal.raw), and
+    // the error it was reporting is then already said.
     Terminal.error("courier: \(error.code.rawValue): \(error.message)")
+    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message)) }   // encoding a plain struct: cannot fail
     return ExitCode(ExitCodes.code(for: error.code))
 }
 
