@@ -43,9 +43,11 @@ import CourierOrigin
         #expect(record.state == .completed && record.totalBytes == Int64(data.count))
         #expect(fx.finalData("f.bin") == data)
         let requests = fx.origin.requests
-        #expect(requests.count == 2)
+        // Two: the cut reply and its resumption; a loaded suite's idle timeout has added a
+        // third (a passing retry), never one that starts from zero again.
+        #expect((2...3).contains(requests.count), "\(requests.map(\.range))")
         #expect(requests.first?.range == nil)
-        #expect(requests.last?.range.map { $0 != "bytes=0-" } == true)   // resumed from the kept bytes, not from zero
+        #expect(requests.dropFirst().allSatisfy { $0.range.map { $0 != "bytes=0-" } == true }, "\(requests.map(\.range))")   // resumed from the kept bytes, not from zero
     }
 
     /// A page of unannounced length, no validators, ending short of the size (a sign-in
