@@ -1,4 +1,5 @@
 import Foundation
+import Courier
 import GRDB
 
 /// Where an attachment stands (seed 001). Stored as an integer.
@@ -64,12 +65,24 @@ public struct Attachment: Sendable, Equatable, Codable {
     /// Milliseconds since 1970, now.
     public static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+    /// A row of the attachments table. The table is in the app's database, so the app's own
+    /// SQL can put anything there (`state = 'SYNCED'`, a text size): such a row is
+    /// `E_ATTACHMENT_CORRUPT`, never a trap (GRDB's plain subscripts trap on a value they
+    /// cannot convert; `decode` throws).
     init(row: Row) throws {
-        guard let state = AttachmentState(rawValue: row["state"]) else {
-            throw AttachmentError.corruptRecord("unknown state \(String(describing: row["state"] as Int?))")
+        do {
+            let rawState: Int? = try row.decode(forColumn: "state")
+            guard let state = rawState.flatMap(AttachmentState.init(rawValue:)) else {
+                throw AttachmentError.corruptRecord("unknown state \(row["state"] as DatabaseValue)")
+            }
+            self.init(id: try row.decode(forColumn: "id"), filename: try row.decode(forColumn: "filename"), mediaType: try row.decode(forColumn: "media_type"),
+                      state: state, timestamp: try row.decode(forColumn: "timestamp"), size: try row.decode(forColumn: "size"),
+                      hasSynced: try row.decode(forColumn: "has_synced"), metaData: try row.decode(forColumn: "meta_data"), localURI: try row.decode(forColumn: "local_uri"))
+        } catch let error as CourierError {
+            throw error
+        } catch {
+            throw AttachmentError.corruptRecord("a row of the attachments table does not read: \(error)")
         }
-        self.init(id: row["id"], filename: row["filename"], mediaType: row["media_type"], state: state, timestamp: row["timestamp"],
-                  size: row["size"], hasSynced: row["has_synced"], metaData: row["meta_data"], localURI: row["local_uri"])
     }
 }
 

@@ -174,12 +174,17 @@ struct DocumentSyncStore: Sendable {
 
 extension DocumentSyncStore.Row {
     static func fetchAll(_ db: Database, _ sql: String, _ arguments: StatementArguments = []) throws -> [Self] {
+        // `decode` throws where GRDB's plain subscripts trap on a value of the wrong type
+        // (another program's write): such a row is an error of the database, not a crash.
         try GRDB.Row.fetchAll(db, sql: sql, arguments: arguments).map { r in
-            let code: String? = r["errorCode"]
-            return Self(path: r["path"], base: r["base"], state: DocumentSyncStore.State(rawValue: r["state"]) ?? .pending,
-                        generation: r["generation"], attempts: r["attempts"],
-                        error: code.map { CourierError(CourierError.Code(rawValue: $0), r["errorMessage"] ?? "", httpStatus: r["errorStatus"]) },
-                        conflictCopy: r["conflictCopy"])
+            let code: String? = try r.decode(forColumn: "errorCode")
+            let message: String? = try r.decode(forColumn: "errorMessage")
+            let status: Int? = try r.decode(forColumn: "errorStatus")
+            let state: String? = try r.decode(forColumn: "state")
+            return Self(path: try r.decode(forColumn: "path"), base: try r.decode(forColumn: "base"), state: state.flatMap(DocumentSyncStore.State.init(rawValue:)) ?? .pending,
+                        generation: try r.decode(forColumn: "generation"), attempts: try r.decode(forColumn: "attempts"),
+                        error: code.map { CourierError(CourierError.Code(rawValue: $0), message ?? "", httpStatus: status) },
+                        conflictCopy: try r.decode(forColumn: "conflictCopy"))
         }
     }
 }
