@@ -4,16 +4,6 @@ import Foundation
 import NIOCore
 
 extension AsyncHTTPClientTransport {
-    /// A duration in nanoseconds for SwiftNIO, saturating: an absurd timeout from a caller
-    /// (`--connect-timeout 10000000000`) is "never", not an overflow; a negative one is none.
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        let (sum, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflow || overflowAgain ? .max : sum
-    }
-
     /// A request body as AsyncHTTPClient sends it: bytes in 256 KiB slices, a file's range
     /// read 256 KiB at a time (never the whole range in memory), each slice announced to the
     /// observer before it goes (so a rate limit holds within a body).

@@ -89,6 +89,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         self.owned = []
     }
 
+    /// A duration in nanoseconds for SwiftNIO, saturating: an absurd timeout from a caller
+    /// (`--connect-timeout 10000000000`) is "never", not an overflow; a negative one is none.
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflow || overflowAgain ? .max : sum
+    }
+
     /// Sends the request; maps AsyncHTTPClient's errors to `CourierError`.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var req = HTTPClientRequest(url: request.url)

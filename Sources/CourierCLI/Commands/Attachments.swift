@@ -72,7 +72,9 @@ struct SyncOptions: ParsableArguments {
         do {
             return try await pool.read { db in
                 try Row.fetchAll(db, sql: watchSql).compactMap { row in
-                    WatchedAttachmentItem(row: row, defaultExtension: nil).map { WatchedAttachmentItem(id: $0.id, filename: $0.filename, fileExtension: ext) }
+                    var item = WatchedAttachmentItem(row: row, defaultExtension: ext)
+                    item?.fileExtension = ext   // --watch-extension, over any file_extension column
+                    return item
                 }
             }
         } catch {

@@ -24,16 +24,10 @@ struct StreamToStdout {
                 switch response.status {
                 case 200:
                     var hasher = SHA256()
-                    let out = FileHandle.standardOutput
                     for try await buffer in response.body {
                         let data = buffer.withUnsafeBytes { Data($0) }
                         hasher.update(data: data)
-                        do { try out.write(contentsOf: data) } catch {
-                            // The reader went away (`| head`): stop quietly, as a process that
-                            // SIGPIPE ends does; any other failure is a file error with its code.
-                            if Terminal.isClosedPipe(error) { return ExitCodes.pipeClosed }
-                            throw FileErrors.error(error, "write to", URL(fileURLWithPath: "/dev/stdout"), .write)
-                        }
+                        Terminal.raw(data)   // a reader that went away (`| head`) ends the process quietly, 141
                     }
                     if let expected {
                         let actual = SHA256Hex.hex(hasher.finalize())

@@ -14,8 +14,8 @@ enum Terminal {
     /// Bytes on stdout as they are (a document's text or bytes). A reader that went away
     /// (`| head`) ends the process at once, quietly, with 141, as SIGPIPE ends one (Courier
     /// ignores SIGPIPE for its sockets, so the write fails instead); any other failure (a
-    /// full disk behind `>`) ends it with its code in words. What was saved stays saved, as
-    /// after any kill: a running transfer resumes on the next run.
+    /// full disk behind `>`) ends it with its code in words. What was recorded stays, as
+    /// after any kill.
     static func raw(_ data: Data) {
         do { try FileHandle.standardOutput.write(contentsOf: data) } catch { endForUnwritableOutput(error) }
     }
@@ -29,7 +29,7 @@ enum Terminal {
     }
 
     /// Whether a write failed because its reader closed the pipe (EPIPE).
-    static func isClosedPipe(_ error: any Error) -> Bool {
+    private static func isClosedPipe(_ error: any Error) -> Bool {
         let ns = error as NSError
         if ns.domain == NSPOSIXErrorDomain, ns.code == Int(EPIPE) { return true }
         if let inner = ns.userInfo[NSUnderlyingErrorKey] as? NSError, inner.domain == NSPOSIXErrorDomain, inner.code == Int(EPIPE) { return true }
