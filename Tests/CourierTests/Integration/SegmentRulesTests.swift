@@ -63,8 +63,11 @@ import CourierOrigin
             try await d.waitForCompletion(id: "one")
             await d.shutdown()
             #expect(fx.finalData("one.bin") == data)
+            // The first resumption follows the unquoted reply: its If-Range is the date. A later
+            // one (a retry on a loaded machine, seen in CI) follows a reply the fault no longer
+            // touches (`times = 1`), whose quoted ETag is then the right validator.
             let resumed = gets(fx, "/u.bin").filter { $0.range != nil }
-            #expect(!resumed.isEmpty && resumed.allSatisfy { $0.ifRange != nil && !$0.ifRange!.contains("-") }, "\(resumed.map(\.ifRange))")
+            #expect(resumed.first.map { $0.ifRange != nil && !$0.ifRange!.contains("-") } == true, "\(resumed.map(\.ifRange))")
         }
     }
 
