@@ -114,6 +114,7 @@ extension DownloadRun {
         let ticker = context.ticker.start(id: id, offset: plan.offset, total: plan.totalBytes)
         defer { context.ticker.stop(ticker) }
         var received: Int64 = 0
+        defer { bodyBytes.withLock { [received] in $0 += received } }
         let limit = config.maxFileSize
 
         do {

@@ -18,6 +18,9 @@ struct DownloadRun: Sendable {
     /// What the current attempt's reply would add to the record, not written yet.
     let unsavedReply = UnsavedReply()
     let openedPartial = OpenedPartial()
+    /// Body bytes received in this run (every connection's): an attempt's share, less what
+    /// it added to the file, was thrown away (``DownloadRecord/bytesDiscarded``).
+    let bodyBytes = Locked<Int64>(0)
     /// Who ends the run when both could: its body completing the record (``markCompleted``),
     /// or the lease heartbeat that found the lease lost. The first to claim it keeps it.
     let ending = Locked(RunEnding())
@@ -127,8 +130,9 @@ struct DownloadRun: Sendable {
         }
 
         var url = try URLPolicy.validate(try await usableURL(record))
-        var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts, canRefresh: context.refresher(for: id) != nil)
-        var action = lifecycle.start(kept: PartialFile.length(at: partialURL))
+        var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts,
+                                          canRefresh: context.refresher(for: id) != nil, discarded: record.bytesDiscarded)
+        var action = lifecycle.start(kept: try await db.keptBytes(id: id, partial: partialURL))
         var keptBefore: Int64 = 0
 
         // The lifecycle decides; this loop only carries its actions out.
@@ -136,8 +140,10 @@ struct DownloadRun: Sendable {
             try Task.checkCancellation()
             switch action {
             case .attempt:
-                keptBefore = PartialFile.length(at: partialURL)
-                let outcome = try await attempt(record: record, url: url, partialURL: partialURL, partialLength: keptBefore, finalURL: finalURL)
+                let partialLength = PartialFile.length(at: partialURL)
+                keptBefore = try await db.keptBytes(id: id, partial: partialURL)
+                let receivedBefore = bodyBytes.withLock { $0 }
+                let outcome = try await attempt(record: record, url: url, partialURL: partialURL, partialLength: partialLength, finalURL: finalURL)
                 // Finished: the completed record came back with it and the file is in place;
                 // nothing below is needed (a read and a stat saved for every file).
                 if case let .finished(done) = outcome { return .completed(done) }
@@ -148,12 +154,17 @@ struct DownloadRun: Sendable {
                     lifecycle.rangesRefreshedURL()
                 }
                 record = try await db.record(id: id) ?? record
-                let kept = PartialFile.length(at: partialURL)
+                // What is held now (a segmented partial is preallocated: its ranges say), and
+                // what arrived without adding to it.
+                let kept = try await db.keptBytes(id: id, partial: partialURL)
+                let discarded = max(0, bodyBytes.withLock { $0 } - receivedBefore - max(0, kept - keptBefore))
                 if case let .retry(error, _) = outcome {
                     // Counted and remembered whether or not the lifecycle gives up on it.
-                    record = try await persist { $0.noteFailedAttempt(error, keeping: kept) }
+                    record = try await persist { $0.noteFailedAttempt(error, keeping: kept, discarded: discarded) }
+                } else if discarded > 0 {
+                    record = try await persist { $0.bytesDiscarded += discarded }
                 }
-                action = lifecycle.attemptEnded(outcome, progressed: kept > keptBefore, kept: kept)
+                action = lifecycle.attemptEnded(outcome, kept: kept, discarded: discarded, size: record.totalBytes ?? record.expectedBytes)
             case let .refreshURL(reason):
                 let fresh = try await context.refresher(for: id)?.refreshedURL(for: record, reason: reason)
                 if let fresh {

@@ -145,6 +145,7 @@ extension Downloader {
         existing.connections = p.connections
         existing.state = .queued
         existing.attemptCount = 0
+        existing.bytesDiscarded = 0
         existing.lastErrorCode = nil
         existing.lastErrorMessage = nil
         existing.leaseOwner = nil

@@ -31,6 +31,12 @@ struct DownloadLifecycle: Sendable {
         /// Access denied (401, 403, 410): a fresh URL may help.
         case refresh(CourierError)
         case fail(CourierError)
+
+        /// A bounded reply that ended as announced, short of the whole file.
+        var endedCleanly: Bool {
+            if case .needsMore = self { return true }
+            return false
+        }
     }
 
     /// What the run does next.
@@ -63,6 +69,9 @@ struct DownloadLifecycle: Sendable {
     private let maxRestarts: Int
     private var retries: RetryBudget
     private var restarts = 0
+    /// Bytes received and thrown away since the download's last fresh start (the record's
+    /// count as the run began, plus this run's).
+    private(set) var discarded: Int64
     private var refreshedBeforeResume = false
     private var refreshedAfterDenial = false
     /// The denial being answered by a refresh, while one is asked.
@@ -71,41 +80,50 @@ struct DownloadLifecycle: Sendable {
 
     /// - Parameters:
     ///   - canRefresh: a URL refresher is configured.
-    init(retryPolicy: RetryPolicy, maxRestarts: Int, canRefresh: Bool, jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
+    ///   - discarded: the bytes the download threw away before this run (its record's count).
+    init(retryPolicy: RetryPolicy, maxRestarts: Int, canRefresh: Bool, discarded: Int64 = 0,
+         jitter: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.canRefresh = canRefresh
         self.maxRestarts = maxRestarts
+        self.discarded = max(0, discarded)
         self.retries = RetryBudget(policy: retryPolicy, jitter: jitter)
     }
 
-    /// The run starts with `kept` bytes in its partial file.
+    /// The run starts with `kept` bytes in its partial file: the mark net progress must pass.
     mutating func start(kept: Int64) -> Action {
-        gate(kept: kept)
+        retries.note(kept: kept)
+        return gate(kept: kept)
     }
 
-    /// The attempt ended. `progressed`: the partial file grew during it; `kept`: its bytes now.
-    mutating func attemptEnded(_ outcome: Outcome, progressed: Bool, kept: Int64) -> Action {
+    /// The attempt ended with `kept` bytes held, having received and thrown away
+    /// `discarded` bytes; `size` is the file's size when known (the bound on what may be
+    /// thrown away scales with it). Only net progress (`kept` past the most ever held)
+    /// starts the failure count afresh or allows another refresh after a denial.
+    mutating func attemptEnded(_ outcome: Outcome, kept: Int64, discarded: Int64 = 0, size: Int64? = nil) -> Action {
+        self.discarded += max(0, discarded)
+        // Net progress: for a bounded reply that ended cleanly, any byte past the most ever
+        // held; otherwise the policy's minimum past the mark.
+        let gained = retries.note(kept: kept, size: size, anyGain: outcome.endedCleanly)
         // A URL that brought bytes may expire later (a presigned link over a long download):
-        // its denial may be refreshed again. One denied before any byte still ends the run.
-        if progressed { refreshedAfterDenial = false }
+        // its denial may be refreshed again. One denied before any new byte still ends the run.
+        if gained { refreshedAfterDenial = false }
         switch outcome {
         case let .finished(record):
             return end(.complete(record))
         case .needsMore:
-            retries.progressed()
-            return gate(kept: kept)
+            // A bounded reply that added to the file: ask for the rest. One that added
+            // nothing is a failure like any other, or it would be asked for forever.
+            if gained { return gate(kept: kept) }
+            return counted(CourierError(.shortBody, "the server's reply added nothing to the \(kept) bytes held"), after: nil, kept: kept, size: size)
         case let .restart(reason):
             restarts += 1
             if restarts > maxRestarts {
                 return end(.fail(CourierError(.protocolViolation, "gave up after \(restarts - 1) restarts: \(reason)")))
             }
+            retries.restartedFromZero()
             return .restartFromZero(reason: reason)
         case let .retry(error, after):
-            switch retries.failed(error, retryAfter: after, progressed: progressed) {
-            case let .wait(delay, attempt, limit):
-                return .backOff(error, delay: delay, attempt: attempt, limit: limit)
-            case let .giveUp(attempts):
-                return end(.fail(CourierError(error.code, "\(error.message) (gave up after \(attempts) attempts)", httpStatus: error.httpStatus)))
-            }
+            return counted(error, after: after, kept: kept, size: size)
         case let .refresh(error):
             guard canRefresh, !refreshedAfterDenial else { return end(.fail(error)) }
             refreshedAfterDenial = true
@@ -113,6 +131,21 @@ struct DownloadLifecycle: Sendable {
             return .refreshURL(.accessDenied(status: error.httpStatus ?? 403))
         case let .fail(error):
             return end(.fail(error))
+        }
+    }
+
+    /// A passing failure, counted: back off, or give up when the attempts in a row without
+    /// net progress reach the limit, or the bytes thrown away pass theirs.
+    private mutating func counted(_ error: CourierError, after: TimeInterval?, kept: Int64, size: Int64?) -> Action {
+        let limit = retries.policy.discardLimit(size: size ?? retries.best)
+        if discarded > limit {
+            return end(.fail(CourierError(error.code, "\(error.message) (gave up: \(discarded) bytes received and thrown away, over the limit of \(limit))", httpStatus: error.httpStatus)))
+        }
+        switch retries.failed(error, retryAfter: after, kept: kept, size: size) {
+        case let .wait(delay, attempt, limit):
+            return .backOff(error, delay: delay, attempt: attempt, limit: limit)
+        case let .giveUp(attempts):
+            return end(.fail(CourierError(error.code, "\(error.message) (gave up after \(attempts) attempts without progress)", httpStatus: error.httpStatus)))
         }
     }
 

@@ -174,12 +174,12 @@ extension DownloadRun {
     /// One connection's work on one range, with its own retries: request the rest of the
     /// range, check the reply, write at the range's offsets until its (possibly moved) end.
     private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: RangeURL, partialURL: URL, firstBody: TransportBody?) async throws {
-        var retries = RetryBudget(policy: config.retryPolicy)
+        // Net progress for a range: its bytes passing the most it ever held.
+        var retries = RetryBudget(policy: config.retryPolicy, kept: board.segment(index)?.received ?? 0)
         var pending = firstBody
         while true {
             try Task.checkCancellation()
             guard let segment = board.segment(index), !segment.isComplete else { return }
-            let before = segment.received
             let body = pending
             pending = nil
             do {
@@ -190,9 +190,9 @@ extension DownloadRun {
                 }
                 return
             } catch let failure as RangeRetry {
-                try await backOff(index, failure.error, after: failure.after, progressed: (board.segment(index)?.received ?? 0) > before, retries: &retries)
+                try await backOff(index, failure.error, after: failure.after, kept: board.segment(index)?.received ?? 0, size: segment.end - segment.start, retries: &retries)
             } catch let error as CourierError where error.isPassing {
-                try await backOff(index, error, after: nil, progressed: (board.segment(index)?.received ?? 0) > before, retries: &retries)
+                try await backOff(index, error, after: nil, kept: board.segment(index)?.received ?? 0, size: segment.end - segment.start, retries: &retries)
             }
         }
     }
@@ -202,12 +202,12 @@ extension DownloadRun {
 
     /// Counts a range's failure by the same ``RetryBudget`` as a whole download's, and waits
     /// before its next attempt; throws once the range has failed too often in a row.
-    private func backOff(_ index: Int, _ error: CourierError, after: TimeInterval?, progressed: Bool, retries: inout RetryBudget) async throws {
+    private func backOff(_ index: Int, _ error: CourierError, after: TimeInterval?, kept: Int64, size: Int64, retries: inout RetryBudget) async throws {
         let delay: Duration
-        switch retries.failed(error, retryAfter: after, progressed: progressed) {
+        switch retries.failed(error, retryAfter: after, kept: kept, size: size) {
         case let .wait(wait, _, _): delay = wait
         case let .giveUp(attempts):
-            throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(attempts) attempts)", httpStatus: error.httpStatus)
+            throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(attempts) attempts without progress)", httpStatus: error.httpStatus)
         }
         context.logger.info("range \(index): retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
         try await Task.sleep(for: delay)
@@ -275,8 +275,11 @@ extension DownloadRun {
         let clock = ContinuousClock()
         var lastFlush = clock.now
         let flushEvery = config.progressPersistInterval / 2
+        var received: Int64 = 0
+        defer { bodyBytes.withLock { [received] in $0 += received } }
         for try await buffer in body {
             activity.touch()
+            received += Int64(buffer.count)
             if clock.now - lastFlush >= flushEvery {
                 try file.checkpoint()
                 lastFlush = clock.now

@@ -137,6 +137,10 @@ public struct CourierDatabase: Sendable {
             try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "expectedBytes", .integer) }
         }
         registerUploadHandOffs(&migrator)
+        // v11: the bytes received and thrown away (``DownloadRecord/bytesDiscarded``).
+        migrator.registerMigration("courier.v11.discarded") { db in
+            try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "bytesDiscarded", .integer).notNull().defaults(to: 0) }
+        }
         return migrator
     }
 }

@@ -12,7 +12,7 @@ extension DownloadRecord {
         "id", "mediaId", "mediaType", "remoteUrl", "localFinalPath", "partialPath", "bytesReceived", "totalBytes",
         "etag", "lastModified", "resumable", "state", "expectedSHA256", "priority", "attemptCount", "lastErrorCode",
         "lastErrorMessage", "createdAt", "updatedAt", "leaseOwner", "leaseExpiresAt", "connections", "heldEtag",
-        "heldLastModified", "heldBytes", "contentType", "expectedBytes",
+        "heldLastModified", "heldBytes", "contentType", "expectedBytes", "bytesDiscarded",
     ]
 
     /// The stored form of each column, in ``columnNames``'s order (dates as `DatabaseDate` text).
@@ -24,7 +24,7 @@ extension DownloadRecord {
          lastErrorMessage.databaseValue, DatabaseDate.text(createdAt).databaseValue, DatabaseDate.text(updatedAt).databaseValue,
          leaseOwner.databaseValue, leaseExpiresAt.map(DatabaseDate.text).databaseValue, connections.databaseValue,
          heldEtag.databaseValue, heldLastModified.databaseValue, heldBytes.databaseValue, contentType.databaseValue,
-         expectedBytes.databaseValue]
+         expectedBytes.databaseValue, bytesDiscarded.databaseValue]
     }
 
     /// Whether `stored` holds the same value in each column, in ``columnNames``'s order
@@ -38,7 +38,8 @@ extension DownloadRecord {
          lastErrorCode == stored.lastErrorCode, lastErrorMessage == stored.lastErrorMessage, createdAt == stored.createdAt,
          updatedAt == stored.updatedAt, leaseOwner == stored.leaseOwner, leaseExpiresAt == stored.leaseExpiresAt,
          connections == stored.connections, heldEtag == stored.heldEtag, heldLastModified == stored.heldLastModified,
-         heldBytes == stored.heldBytes, contentType == stored.contentType, expectedBytes == stored.expectedBytes]
+         heldBytes == stored.heldBytes, contentType == stored.contentType, expectedBytes == stored.expectedBytes,
+         bytesDiscarded == stored.bytesDiscarded]
     }
 
     public func encode(to container: inout PersistenceContainer) throws {
@@ -84,6 +85,7 @@ extension DownloadRecord {
         heldBytes = try row.decode(forColumn: "heldBytes")
         contentType = try row.decode(forColumn: "contentType")
         expectedBytes = try row.decode(forColumn: "expectedBytes")
+        bytesDiscarded = try row.decode(forColumn: "bytesDiscarded")
     }
 
     /// `UPDATE … SET` every column but `id` `WHERE id = ?`, built once.

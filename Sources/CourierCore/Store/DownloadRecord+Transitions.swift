@@ -23,8 +23,9 @@ extension DownloadRecord {
     }
 
     /// A passing failure: counted and remembered while the run waits to try again.
-    mutating func noteFailedAttempt(_ error: CourierError, keeping kept: Int64) {
+    mutating func noteFailedAttempt(_ error: CourierError, keeping kept: Int64, discarded: Int64 = 0) {
         attemptCount += 1
+        bytesDiscarded += max(0, discarded)
         lastErrorCode = error.code.rawValue
         lastErrorMessage = error.message
         bytesReceived = kept
@@ -89,6 +90,7 @@ extension DownloadRecord {
         releaseLease()
         if freshStart {
             attemptCount = 0
+            bytesDiscarded = 0
             clearError()
         }
         if let kept { bytesReceived = kept }
@@ -118,6 +120,7 @@ extension DownloadRecord {
     static let requeueAssignments = """
         state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
             attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
+            bytesDiscarded = CASE WHEN state = 'failed' THEN 0 ELSE bytesDiscarded END,
             lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
             lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
         """

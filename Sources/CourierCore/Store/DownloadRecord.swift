@@ -75,6 +75,11 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     /// The size the finished file must have, when the caller gave one
     /// (``DownloadRequest/expectedSize``).
     public var expectedBytes: Int64?
+    /// Bytes received and thrown away since the download was last started afresh: a `200`
+    /// that answered a range and went over what was kept, a body cut before it passed the
+    /// bytes kept. Bounded by ``RetryPolicy/discardLimit(size:)``; a requeue of a failed
+    /// download, or a resume asked for, starts it again from 0.
+    public var bytesDiscarded: Int64
 
     /// Makes a fresh, queued record.
     public init(id: String, remoteUrl: String, localFinalPath: String, partialPath: String, mediaId: String? = nil,
@@ -104,6 +109,7 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
         self.heldEtag = nil
         self.heldLastModified = nil
         self.heldBytes = nil
+        self.bytesDiscarded = 0
     }
 
     /// The record with this id, through a cached statement: the engine reads a record on

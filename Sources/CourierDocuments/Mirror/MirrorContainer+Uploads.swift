@@ -126,7 +126,7 @@ extension MirrorContainer {
                 return   // shut down: still owed, resumed at the next launch
             } catch {
                 let e = error as? CourierError ?? CourierError(.unexpected, "upload of \(path) failed", underlying: error)
-                guard e.isPassing, case let .wait(delay, attempt, limit) = retries.failed(e, retryAfter: nil, progressed: false) else {
+                guard e.isPassing, case let .wait(delay, attempt, limit) = retries.failed(e, retryAfter: nil, kept: 0) else {
                     logger.error("upload of \(path) failed for good: \(e)")
                     let failure = CourierError(e.code, "upload failed: \(e.message)", httpStatus: e.httpStatus)
                     try await sync.noteFailed(path, generation: row.generation, attempts: row.attempts + 1, error: failure)

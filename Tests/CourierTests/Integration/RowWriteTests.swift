@@ -63,6 +63,7 @@ import Testing
         other.state = .failed; other.attemptCount = 3; other.lastErrorCode = "E_NETWORK"; other.lastErrorMessage = "dropped"
         other.leaseOwner = "there:2:y:2"; other.leaseExpiresAt = Date(timeIntervalSince1970: 1_790_000_200); other.connections = 4; other.heldEtag = "\"h\""
         other.heldLastModified = "Mon, 07 Nov 1994 08:49:37 GMT"; other.heldBytes = 3; other.contentType = "audio/mp4"; other.expectedBytes = 12
+        other.bytesDiscarded = 7
         let names = DownloadRecord.columnNames, base = stored.columnValues, changed = other.columnValues
         #expect(names.count == base.count && stored.sameColumns(as: stored).count == names.count)
         var cases: [(column: String, record: DownloadRecord)] = []

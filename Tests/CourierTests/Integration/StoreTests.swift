@@ -69,7 +69,7 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v10.upload-handoff", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads", "courier.v9.expected-size"])
+            #expect(applied == ["courier.v1.downloads", "courier.v10.upload-handoff", "courier.v11.discarded", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads", "courier.v9.expected-size"])
             #expect(try await db.handedOff().isEmpty)
             #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
@@ -220,10 +220,11 @@ import Testing
             try old.close()
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied.last == "courier.v9.expected-size" && applied.count == 10 && applied.contains("courier.v10.upload-handoff"))
+            #expect(applied.last == "courier.v9.expected-size" && applied.count == 11 && applied.contains("courier.v10.upload-handoff")
+                    && applied.contains("courier.v11.discarded"))
             #expect(try await db.uploadHandOffPieces().isEmpty)   // v10's table is there
             let records = try await db.allRecords()
-            #expect(records.count == 3 && records.allSatisfy { $0.expectedBytes == nil })
+            #expect(records.count == 3 && records.allSatisfy { $0.expectedBytes == nil && $0.bytesDiscarded == 0 })   // v11: nothing thrown away yet
             let a = try #require(records.first { $0.id == "media:film:a" })
             #expect(a.state == .paused && a.bytesReceived == 524_288 && a.totalBytes == 2_097_152 && a.contentType == "video/x-matroska" && a.etag == "\"a1\"")
             #expect(records.filter { $0.mediaId?.hasPrefix("film-") == true }.count == 2)
