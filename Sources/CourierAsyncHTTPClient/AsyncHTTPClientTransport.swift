@@ -21,6 +21,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     private let separateClient: HTTPClient
     /// The clients this transport made (and shuts down); empty for one it was given.
     private let owned: [OwnedHTTPClient]
+    /// Origins whose connections may be pooled (``StaleConnection``).
+    private let keepAlive = KeepAliveOrigins(idleTime: .seconds(30))
 
     /// How server certificates are checked.
     public enum TLSTrust: Sendable, Equatable {
@@ -108,31 +110,44 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         if let body = request.body { req.body = Self.body(body, observer: request.bodyObserver, loops: client.eventLoopGroup) }
         let deadline: NIODeadline = request.timeout.map { .now() + .nanoseconds(Self.nanoseconds($0)) } ?? .distantFuture
+        let origin = KeepAliveOrigins.origin(of: request.url), keepAlive = self.keepAlive
         do {
-            let response = try await Self.execute(req, on: request.ownConnection ? separateClient : client, deadline: deadline)
+            let response = try await Self.execute(req, on: request.ownConnection ? separateClient : client, deadline: deadline) { error in
+                let gone = KeepAliveOrigins.closedConnection(error)
+                return gone.closed && StaleConnection.mayResend(request.method, nothingSent: gone.nothingSent, reusedConnection: keepAlive.mayReuse(origin))
+            }
             var fields = HTTPFields()
             for (name, value) in response.headers {
                 // A name HTTP does not allow cannot be a header any rule reads: it is dropped.
                 if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
             }
             try ReplyViolation.checkHeaderBlock(fields, url: request.url)
-            return TransportResponse(status: Int(response.status.code), headerFields: fields, body: TransportBody(MappedBody(base: response.body)))
+            // A reply that ends with its connection kept: the origin's connections may be pooled.
+            let keeps = !response.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" }
+            let ended: @Sendable () -> Void
+            if keeps { ended = { keepAlive.replyEnded(origin) } } else { ended = {} }
+            return TransportResponse(status: Int(response.status.code), headerFields: fields, body: TransportBody(MappedBody(base: response.body, ended: ended)))
         } catch {
             throw Self.map(error, url: request.url)
         }
     }
 
-    /// `client.execute`, sent again (up to 3 times in all) when the connection the pool gave
-    /// the request closed before the request went out: the pool can lease a stream of an
-    /// HTTP/2 connection that is being retired (HTTP2ConnectionGuard), and AsyncHTTPClient
-    /// then fails the request as "cancelled" though nobody cancelled it. Nothing was sent, so
-    /// sending again is safe, whatever the method.
-    private static func execute(_ req: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline) async throws -> HTTPClientResponse {
+    /// `client.execute`, sent again at once (up to 3 times in all) when the connection the
+    /// pool gave the request was gone before its reply:
+    /// - closed before the request went out: the pool can lease a stream of an HTTP/2
+    ///   connection that is being retired (HTTP2ConnectionGuard), and AsyncHTTPClient then
+    ///   fails the request as "cancelled" though nobody cancelled it. Nothing was sent, so
+    ///   sending again is safe, whatever the method;
+    /// - a keep-alive connection the server closed (`stale`: ``StaleConnection``'s rule).
+    private static func execute(_ req: HTTPClientRequest, on client: HTTPClient, deadline: NIODeadline,
+                                stale: (any Error) -> Bool) async throws -> HTTPClientResponse {
         var attempt = 1
         while true {
             do {
                 return try await client.execute(req, deadline: deadline)
             } catch let error as HTTPClientError where error == .cancelled && !Task.isCancelled && attempt < 3 {
+                attempt += 1
+            } catch where !Task.isCancelled && attempt <= StaleConnection.resends && stale(error) {
                 attempt += 1
             }
         }
@@ -212,11 +227,17 @@ extension AsyncHTTPClientTransport {
 private struct MappedBody: AsyncSequence, Sendable {
     typealias Element = BodyChunk
     let base: HTTPClientResponse.Body
+    /// Told when the body has ended whole.
+    let ended: @Sendable () -> Void
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: HTTPClientResponse.Body.AsyncIterator
+        let ended: @Sendable () -> Void
         mutating func next() async throws -> BodyChunk? {
-            do { return try await base.next().map { BodyChunk(NIOBytes(buffer: $0)) } } catch {
+            do {
+                guard let buffer = try await base.next() else { ended(); return nil }
+                return BodyChunk(NIOBytes(buffer: buffer))
+            } catch {
                 let mapped = AsyncHTTPClientTransport.map(error, url: "the server")
                 if let c = mapped as? CourierError, c.code == .network {
                     throw CourierError(.network, "the connection dropped mid-body", underlying: error)
@@ -226,7 +247,7 @@ private struct MappedBody: AsyncSequence, Sendable {
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator()) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), ended: ended) }
 }
 
 /// A NIO buffer read in place through the seam.

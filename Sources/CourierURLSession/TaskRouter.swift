@@ -23,6 +23,8 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
     private let entries = Locked<[Int: Entry]>([:])
     /// The most decoded bytes per encoded byte of a compressed reply.
     let ratio: Int
+    /// Origins whose connections the session may have kept (``StaleConnection``).
+    let keepAlive = KeepAliveOrigins(idleTime: .seconds(30))
 
     init(decompressionRatioLimit: Int) {
         ratio = decompressionRatioLimit
@@ -100,9 +102,25 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
         guard let entry = entries.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
         entry.staged?.remove()
         let mapped = error.map { URLSessionTransport.map($0, url: entry.url) }
+        let origin = KeepAliveOrigins.origin(of: entry.url)
+        if error == nil, (task.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Connection")?.lowercased() != "close" {
+            keepAlive.replyEnded(origin)   // its connection may be kept for the next request
+        }
         if let head = entry.head {
-            head.resume(throwing: mapped ?? CourierError(.protocolViolation, "the reply to \(entry.url) ended before its head"))
+            // Lost before any reply, on a connection that may have been kept from an earlier
+            // one: the transport sends it again (StaleConnection).
+            if let mapped, (error as? URLError)?.code == .networkConnectionLost, keepAlive.mayReuse(origin) {
+                head.resume(throwing: ConnectionLostBeforeReply(mapped: mapped))
+            } else {
+                head.resume(throwing: mapped ?? CourierError(.protocolViolation, "the reply to \(entry.url) ended before its head"))
+            }
         }
         entry.body.finish(mapped)
     }
+}
+
+/// A request's connection was lost before any byte of its reply; `mapped` is the error a
+/// caller sees when it is not sent again.
+struct ConnectionLostBeforeReply: Error {
+    let mapped: any Error
 }

@@ -66,8 +66,24 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
     /// URLSession cannot hold a body back within it: a rate limit paces whole bodies.
     public var pacesWithinBodies: Bool { false }
 
-    /// Sends the request; returns once the reply's head has arrived.
+    /// Sends the request; returns once the reply's head has arrived. A GET or HEAD whose
+    /// connection was lost before any reply (`NSURLErrorNetworkConnectionLost`, what the
+    /// system reports for a keep-alive connection the server had closed) is sent again at
+    /// once (``StaleConnection``), never counted as a failure.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var resends = 0
+        while true {
+            do {
+                return try await sendOnce(request)
+            } catch let lost as ConnectionLostBeforeReply {
+                guard !Task.isCancelled, resends < StaleConnection.resends,
+                      StaleConnection.mayResend(request.method, nothingSent: false, reusedConnection: true) else { throw lost.mapped }
+                resends += 1
+            }
+        }
+    }
+
+    private func sendOnce(_ request: TransportRequest) async throws -> TransportResponse {
         // A task of an invalidated session is not to be made (Apple raises an exception).
         if isShutDown.withLock({ $0 }) { throw CourierError(.invalidState, "the URLSession transport was shut down") }
         guard let url = URL(string: request.url) else { throw CourierError(.invalidURL, "invalid URL \(request.url)") }
