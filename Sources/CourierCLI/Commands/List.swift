@@ -13,6 +13,9 @@ struct RecordView: Codable {
     var sha256: String?
     var priority: Int
     var attempts: Int
+    /// Bytes received and thrown away since the download last started afresh (a server
+    /// that ignores ranges, a body cut before the bytes kept).
+    var discardedBytes: Int64
     var errorCode: String?
     var errorMessage: String?
     var mediaId: String?
@@ -35,6 +38,7 @@ struct RecordView: Codable {
         sha256 = r.expectedSHA256
         priority = r.priority
         attempts = r.attemptCount
+        discardedBytes = r.bytesDiscarded
         errorCode = r.lastErrorCode
         errorMessage = r.lastErrorMessage
         mediaId = r.mediaId
@@ -117,6 +121,7 @@ struct Status: AsyncParsableCommand {
             path:      \(view.path)
             sha256:    \(view.sha256 ?? "-")
             attempts:  \(view.attempts)
+            discarded: \(Format.bytes(view.discardedBytes))
             """ + (view.errorCode.map { "\nerror:     \($0): \(view.errorMessage ?? "")" } ?? ""))
         } catch let error as CourierError {
             throw failure(error, json: json)
