@@ -114,7 +114,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         do {
             let response = try await Self.execute(req, on: request.ownConnection ? separateClient : client, deadline: deadline) { error in
                 let gone = KeepAliveOrigins.closedConnection(error)
-                return gone.closed && StaleConnection.mayResend(request.method, nothingSent: gone.nothingSent, reusedConnection: keepAlive.mayReuse(origin))
+                // "Nothing sent" is trusted only without a body: SwiftNIO says "I/O on closed
+                // channel" for any write after the close, a streamed body's too.
+                return gone.closed && StaleConnection.mayResend(request.method, nothingSent: gone.nothingSent && request.body == nil,
+                                                                reusedConnection: keepAlive.mayReuse(origin))
             }
             var fields = HTTPFields()
             for (name, value) in response.headers {

@@ -103,7 +103,8 @@ final class TaskRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable { 
         entry.staged?.remove()
         let mapped = error.map { URLSessionTransport.map($0, url: entry.url) }
         let origin = KeepAliveOrigins.origin(of: entry.url)
-        if error == nil, (task.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Connection")?.lowercased() != "close" {
+        let connection = (task.response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Connection") ?? ""
+        if error == nil, !connection.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }) {
             keepAlive.replyEnded(origin)   // its connection may be kept for the next request
         }
         if let head = entry.head {

@@ -3,6 +3,28 @@ import Foundation
 
 /// One single-connection attempt: the request, the reply judged by `HTTP/`, the body written.
 extension DownloadRun {
+    // MARK: What an attempt came to
+
+    /// The bytes the partial holds: its length, or for a segmented download (preallocated
+    /// to its full size) its ranges' sum, read only then (a single connection's costs a stat).
+    func heldBytes(_ record: DownloadRecord, _ partialURL: URL) async throws -> Int64 {
+        record.connections > 1 ? try await db.keptBytes(id: id, partial: partialURL) : PartialFile.length(at: partialURL)
+    }
+
+    /// Records an attempt that did not finish: a failure is counted and remembered whether
+    /// or not the lifecycle gave up on it (a bounded reply that added nothing backs off as
+    /// one), with the bytes it threw away. The stored record, or `nil` when nothing was written.
+    func recordAttempt(_ outcome: AttemptOutcome, _ action: DownloadLifecycle.Action, kept: Int64, discarded: Int64) async throws -> DownloadRecord? {
+        let failure: CourierError?
+        switch (outcome, action) {
+        case let (.retry(error, _), _), let (_, .backOff(error, _, _, _)): failure = error
+        default: failure = nil
+        }
+        if let failure { return try await persist { $0.noteFailedAttempt(failure, keeping: kept, discarded: discarded) } }
+        if discarded > 0 { return try await persist { $0.bytesDiscarded += discarded } }
+        return nil
+    }
+
     // MARK: One attempt
 
     func attempt(url: URL, plan: ResumePlan, record: DownloadRecord, activity: Activity) async throws -> AttemptOutcome {

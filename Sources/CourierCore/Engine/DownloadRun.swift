@@ -21,6 +21,9 @@ struct DownloadRun: Sendable {
     /// Body bytes received in this run (every connection's): an attempt's share, less what
     /// it added to the file, was thrown away (``DownloadRecord/bytesDiscarded``).
     let bodyBytes = Locked<Int64>(0)
+    /// Each range's retry budget, kept across the run's attempts: a range that gave up
+    /// starts the next attempt at its limit, not afresh.
+    let rangeBudgets = Locked<[Int: RetryBudget]>([:])
     /// Who ends the run when both could: its body completing the record (``markCompleted``),
     /// or the lease heartbeat that found the lease lost. The first to claim it keeps it.
     let ending = Locked(RunEnding())
@@ -132,7 +135,7 @@ struct DownloadRun: Sendable {
         var url = try URLPolicy.validate(try await usableURL(record))
         var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts,
                                           canRefresh: context.refresher(for: id) != nil, discarded: record.bytesDiscarded)
-        var action = lifecycle.start(kept: try await db.keptBytes(id: id, partial: partialURL))
+        var action = lifecycle.start(kept: try await heldBytes(record, partialURL))
         var keptBefore: Int64 = 0
 
         // The lifecycle decides; this loop only carries its actions out.
@@ -141,7 +144,7 @@ struct DownloadRun: Sendable {
             switch action {
             case .attempt:
                 let partialLength = PartialFile.length(at: partialURL)
-                keptBefore = try await db.keptBytes(id: id, partial: partialURL)
+                keptBefore = try await heldBytes(record, partialURL)
                 let receivedBefore = bodyBytes.withLock { $0 }
                 let outcome = try await attempt(record: record, url: url, partialURL: partialURL, partialLength: partialLength, finalURL: finalURL)
                 // Finished: the completed record came back with it and the file is in place;
@@ -156,15 +159,10 @@ struct DownloadRun: Sendable {
                 record = try await db.record(id: id) ?? record
                 // What is held now (a segmented partial is preallocated: its ranges say), and
                 // what arrived without adding to it.
-                let kept = try await db.keptBytes(id: id, partial: partialURL)
+                let kept = try await heldBytes(record, partialURL)
                 let discarded = max(0, bodyBytes.withLock { $0 } - receivedBefore - max(0, kept - keptBefore))
-                if case let .retry(error, _) = outcome {
-                    // Counted and remembered whether or not the lifecycle gives up on it.
-                    record = try await persist { $0.noteFailedAttempt(error, keeping: kept, discarded: discarded) }
-                } else if discarded > 0 {
-                    record = try await persist { $0.bytesDiscarded += discarded }
-                }
                 action = lifecycle.attemptEnded(outcome, kept: kept, discarded: discarded, size: record.totalBytes ?? record.expectedBytes)
+                record = try await recordAttempt(outcome, action, kept: kept, discarded: discarded) ?? record
             case let .refreshURL(reason):
                 let fresh = try await context.refresher(for: id)?.refreshedURL(for: record, reason: reason)
                 if let fresh {
@@ -181,6 +179,7 @@ struct DownloadRun: Sendable {
             case let .restartFromZero(reason):
                 context.logger.notice("restarting from zero: \(reason)", metadata: ["id": "\(id)"])
                 try await db.deleteSegments(id: id)
+                rangeBudgets.withLock { $0.removeAll() }
                 try discardPartial(partialURL)
                 record = try await persist { $0.resetToZero(countingAttempt: true) }
                 context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: 0, totalBytes: nil)))
@@ -257,6 +256,7 @@ struct DownloadRun: Sendable {
     }
 
     // MARK: Helpers
+
 
     /// The URL to ask: the full one this process was given, else the stored one — unless
     /// the stored one had its secrets redacted: then the refresher's, else `E_URL_NEEDED`.

@@ -91,19 +91,22 @@ struct DownloadLifecycle: Sendable {
 
     /// The run starts with `kept` bytes in its partial file: the mark net progress must pass.
     mutating func start(kept: Int64) -> Action {
-        retries.note(kept: kept)
+        retries.begin(kept: kept)
         return gate(kept: kept)
     }
 
     /// The attempt ended with `kept` bytes held, having received and thrown away
     /// `discarded` bytes; `size` is the file's size when known (the bound on what may be
-    /// thrown away scales with it). Only net progress (`kept` past the most ever held)
-    /// starts the failure count afresh or allows another refresh after a denial.
+    /// thrown away scales with it). Only net progress (``RetryBudget``) starts the failure
+    /// count afresh or allows another refresh after a denial; past the bound on bytes
+    /// thrown away, whatever the outcome short of the file, the run fails.
     mutating func attemptEnded(_ outcome: Outcome, kept: Int64, discarded: Int64 = 0, size: Int64? = nil) -> Action {
         self.discarded += max(0, discarded)
-        // Net progress: for a bounded reply that ended cleanly, any byte past the most ever
-        // held; otherwise the policy's minimum past the mark.
-        let gained = retries.note(kept: kept, size: size, anyGain: outcome.endedCleanly)
+        // Net progress: for a bounded reply that ended as announced and threw nothing away
+        // (a server that serves its file in ranges of its own size), any byte past the most
+        // ever held; otherwise the policy's minimum past the mark.
+        let gained = retries.note(kept: kept, size: size, anyGain: outcome.endedCleanly && discarded <= 0)
+        if let overLimit = overDiscardLimit(outcome, kept: kept, size: size) { return end(.fail(overLimit)) }
         // A URL that brought bytes may expire later (a presigned link over a long download):
         // its denial may be refreshed again. One denied before any new byte still ends the run.
         if gained { refreshedAfterDenial = false }
@@ -134,13 +137,25 @@ struct DownloadLifecycle: Sendable {
         }
     }
 
-    /// A passing failure, counted: back off, or give up when the attempts in a row without
-    /// net progress reach the limit, or the bytes thrown away pass theirs.
-    private mutating func counted(_ error: CourierError, after: TimeInterval?, kept: Int64, size: Int64?) -> Action {
+    /// The failure that ends a run whose bytes thrown away passed their bound, after an
+    /// attempt that did not finish the file: the attempt's own error's code, or for a
+    /// bounded reply or a restart, the protocol's. `nil` within the bound.
+    private func overDiscardLimit(_ outcome: Outcome, kept: Int64, size: Int64?) -> CourierError? {
         let limit = retries.policy.discardLimit(size: size ?? retries.best)
-        if discarded > limit {
-            return end(.fail(CourierError(error.code, "\(error.message) (gave up: \(discarded) bytes received and thrown away, over the limit of \(limit))", httpStatus: error.httpStatus)))
+        guard discarded > limit else { return nil }
+        let cause: CourierError
+        switch outcome {
+        case .finished, .fail: return nil
+        case let .retry(error, _), let .refresh(error): cause = error
+        case .needsMore: cause = CourierError(.shortBody, "the server's replies keep sending bytes already held")
+        case let .restart(reason): cause = CourierError(.protocolViolation, reason)
         }
+        return CourierError(cause.code, "\(cause.message) (gave up: \(discarded) bytes received and thrown away, over the limit of \(limit))", httpStatus: cause.httpStatus)
+    }
+
+    /// A passing failure, counted: back off, or give up when the attempts in a row without
+    /// net progress reach the limit.
+    private mutating func counted(_ error: CourierError, after: TimeInterval?, kept: Int64, size: Int64?) -> Action {
         switch retries.failed(error, retryAfter: after, kept: kept, size: size) {
         case let .wait(delay, attempt, limit):
             return .backOff(error, delay: delay, attempt: attempt, limit: limit)

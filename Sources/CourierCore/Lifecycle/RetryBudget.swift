@@ -60,6 +60,12 @@ package struct RetryBudget: Sendable {
         return true
     }
 
+    /// The run begins with `kept` bytes held: they are the mark net progress must pass.
+    package mutating func begin(kept: Int64) {
+        best = max(0, kept)
+        mark = max(0, kept)
+    }
+
     /// The file was started again from byte 0 (a new version on the server): what the old
     /// one held is no measure of the new one's progress. The count goes on.
     package mutating func restartedFromZero() {

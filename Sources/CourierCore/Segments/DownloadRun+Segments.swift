@@ -174,8 +174,9 @@ extension DownloadRun {
     /// One connection's work on one range, with its own retries: request the rest of the
     /// range, check the reply, write at the range's offsets until its (possibly moved) end.
     private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: RangeURL, partialURL: URL, firstBody: TransportBody?) async throws {
-        // Net progress for a range: its bytes passing the most it ever held.
-        var retries = RetryBudget(policy: config.retryPolicy, kept: board.segment(index)?.received ?? 0)
+        // Net progress for a range: its bytes passing its mark (RetryBudget); the budget
+        // outlives this attempt of the run (rangeBudgets).
+        var retries = rangeBudgets.withLock { $0[index] } ?? RetryBudget(policy: config.retryPolicy, kept: board.segment(index)?.received ?? 0)
         var pending = firstBody
         while true {
             try Task.checkCancellation()
@@ -204,7 +205,9 @@ extension DownloadRun {
     /// before its next attempt; throws once the range has failed too often in a row.
     private func backOff(_ index: Int, _ error: CourierError, after: TimeInterval?, kept: Int64, size: Int64, retries: inout RetryBudget) async throws {
         let delay: Duration
-        switch retries.failed(error, retryAfter: after, kept: kept, size: size) {
+        let verdict = retries.failed(error, retryAfter: after, kept: kept, size: size)
+        rangeBudgets.withLock { [retries] in $0[index] = retries }
+        switch verdict {
         case let .wait(wait, _, _): delay = wait
         case let .giveUp(attempts):
             throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(attempts) attempts without progress)", httpStatus: error.httpStatus)
