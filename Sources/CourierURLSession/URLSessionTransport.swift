@@ -69,7 +69,7 @@ public final class URLSessionTransport: HTTPTransport, @unchecked Sendable { // 
     /// Sends the request; returns once the reply's head has arrived. A GET or HEAD whose
     /// connection was lost before any reply (`NSURLErrorNetworkConnectionLost`, what the
     /// system reports for a keep-alive connection the server had closed) is sent again at
-    /// once (``StaleConnection``), never counted as a failure.
+    /// once (the rule of `StaleConnection` in CourierCore), never counted as a failure.
     public func send(_ request: TransportRequest) async throws -> TransportResponse {
         var resends = 0
         while true {
