@@ -42,21 +42,24 @@ package final class KeepAliveOrigins: Sendable {
 
     package init(idleTime: Duration) { self.idleTime = idleTime }
 
-    /// `scheme://host:port` of an absolute URL.
-    package static func origin(of url: String) -> String {
-        guard let u = URL(string: url), let host = u.host else { return url }
-        return "\(u.scheme ?? "")://\(host):\(u.port ?? (u.scheme == "https" ? 443 : 80))"
+    /// The `scheme://authority` an absolute URL starts with, as written: a key, not a
+    /// normalized origin (every request of a download spells its origin the same way).
+    /// String work only: it runs for every request.
+    package static func origin(of url: String) -> Substring {
+        guard let scheme = url.range(of: "://") else { return url[...] }
+        let end = url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? url.endIndex
+        return url[..<end]
     }
 
     /// A reply from `origin` ended and its connection went back to the pool.
-    package func replyEnded(_ origin: String) {
+    package func replyEnded(_ origin: Substring) {
         let now = ContinuousClock.now
-        lastEnd.withLock { $0[origin] = now }
+        lastEnd.withLock { $0[String(origin)] = now }
     }
 
     /// Whether a connection to `origin` may have been pooled and reused.
-    package func mayReuse(_ origin: String) -> Bool {
-        guard let end = lastEnd.withLock({ $0[origin] }) else { return false }
+    package func mayReuse(_ origin: Substring) -> Bool {
+        guard let end = lastEnd.withLock({ $0[String(origin)] }) else { return false }
         return ContinuousClock.now - end < idleTime
     }
 }
