@@ -6,9 +6,10 @@ extension DownloadRun {
     // MARK: What an attempt came to
 
     /// The bytes the partial holds: its length, or for a segmented download (preallocated
-    /// to its full size) its ranges' sum, read only then (a single connection's costs a stat).
-    func heldBytes(_ record: DownloadRecord, _ partialURL: URL) async throws -> Int64 {
-        record.connections > 1 ? try await db.keptBytes(id: id, partial: partialURL) : PartialFile.length(at: partialURL)
+    /// to its full size) its ranges' sum, read only then (a single connection's costs a stat,
+    /// none when the caller has just taken the `length`).
+    func heldBytes(_ record: DownloadRecord, _ partialURL: URL, length: Int64? = nil) async throws -> Int64 {
+        record.connections > 1 ? try await db.keptBytes(id: id, partial: partialURL) : length ?? PartialFile.length(at: partialURL)
     }
 
     /// Records an attempt that did not finish: a failure is counted and remembered whether

@@ -144,7 +144,7 @@ struct DownloadRun: Sendable {
             switch action {
             case .attempt:
                 let partialLength = PartialFile.length(at: partialURL)
-                keptBefore = try await heldBytes(record, partialURL)
+                keptBefore = try await heldBytes(record, partialURL, length: partialLength)
                 let receivedBefore = bodyBytes.withLock { $0 }
                 let outcome = try await attempt(record: record, url: url, partialURL: partialURL, partialLength: partialLength, finalURL: finalURL)
                 // Finished: the completed record came back with it and the file is in place;
@@ -256,7 +256,6 @@ struct DownloadRun: Sendable {
     }
 
     // MARK: Helpers
-
 
     /// The URL to ask: the full one this process was given, else the stored one — unless
     /// the stored one had its secrets redacted: then the refresher's, else `E_URL_NEEDED`.

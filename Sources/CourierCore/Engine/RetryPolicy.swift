@@ -9,9 +9,9 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxDelay: Duration
     /// Failed attempts in a row without net progress after which the download fails. Only
     /// net progress resets the count: the bytes kept passing, by ``minimumProgress``, what
-    /// was kept when the count last started afresh. An attempt
-    /// that received bytes and kept no more than before (a server that ignores `Range` and
-    /// cuts where it did last time) does not.
+    /// was kept when the count last started afresh. An attempt that received bytes and kept
+    /// no more than before (a server that ignores `Range` and cuts where it did last time)
+    /// does not.
     public var maxAttempts: Int
     /// The longest `Retry-After` honoured; a server asking for more is waited for this long.
     public var maxRetryAfter: Duration
@@ -25,12 +25,12 @@ public struct RetryPolicy: Sendable, Equatable {
     /// file again from byte 0; a little gained each time would otherwise cost the file's
     /// size squared over a metered link.
     public var discardMultiple: Int64 = 2
+    /// See ``discardMultiple``: 16 MiB by default, so a small file survives a few cuts.
+    public var discardAllowance: Int64 = 16 << 20
     /// The least an attempt (or several in a row) must add to the bytes held for the failure
     /// count to start afresh: 64 KiB by default, or the rest of the file when less is left.
     /// A connection cut after a few bytes every time is a fault, not a slow link.
     public var minimumProgress: Int64 = 64 << 10
-    /// See ``discardMultiple``: 16 MiB by default, so a small file survives a few cuts.
-    public var discardAllowance: Int64 = 16 << 20
 
     /// Makes a policy; the defaults are 1 s doubling to 60 s, 8 attempts, Retry-After up to 5 min.
     public init(baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60), maxAttempts: Int = 8, maxRetryAfter: Duration = .seconds(300)) {

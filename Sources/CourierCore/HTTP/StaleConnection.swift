@@ -32,8 +32,8 @@ package enum StaleConnection {
 /// Which origins ended a keep-alive reply lately: a request to one of them that fails
 /// before its reply may have met a pooled connection the server closed (``StaleConnection``).
 /// Neither AsyncHTTPClient nor URLSession says whether a request went out on a new
-/// connection or a reused one; a keep-alive reply from that origin within the pool's idle time is what makes reuse
-/// possible. A server that resets every fresh connection has sent none, so its failures
+/// connection or a reused one; a keep-alive reply from that origin within the pool's idle
+/// time is what makes reuse possible. A server that resets every fresh connection has sent none, so its failures
 /// stay failures.
 package final class KeepAliveOrigins: Sendable {
     private let lastEnd = Locked<[String: ContinuousClock.Instant]>([:])
