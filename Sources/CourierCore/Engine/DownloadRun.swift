@@ -178,10 +178,17 @@ struct DownloadRun: Sendable {
                 action = lifecycle.waited(kept: PartialFile.length(at: partialURL))
             case let .restartFromZero(reason):
                 context.logger.notice("restarting from zero: \(reason)", metadata: ["id": "\(id)"])
-                try await db.deleteSegments(id: id)
+                // The ranges and what tied the bytes to the server's file go in one write,
+                // before the file: a stop between the two leaves a partial nothing vouches
+                // for (started from zero), never a preallocated one without its ranges, whose
+                // length a resume would trust (zeros completed; SegmentedTests).
+                guard let reset = try await db.replaceSegments(id: id, with: [], lease: context.owner, { $0.resetToZero(countingAttempt: true) }) else {
+                    throw ExternalStop()
+                }
+                record = reset
                 rangeBudgets.withLock { $0.removeAll() }
+                if let hook = config.duringRestart { await hook(); try Task.checkCancellation() }
                 try discardPartial(partialURL)
-                record = try await persist { $0.resetToZero(countingAttempt: true) }
                 context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: 0, totalBytes: nil)))
                 action = lifecycle.restarted()
             case let .complete(done):

@@ -66,6 +66,11 @@ public struct DownloaderConfiguration: Sendable {
     /// there, holding the write open); with whether a stop has reached the run since
     /// (`@_spi(Testing) import Courier`).
     @_spi(Testing) public var onCompletingWrite: (@Sendable (_ phase: CompletingWritePhase, _ stopped: @escaping @Sendable () -> Bool) -> Void)? = nil
+    /// For tests only: awaited in a restart from zero between its record write (ranges
+    /// forgotten, validators and size cleared) and the partial's deletion; a stop that
+    /// reaches the run there ends it before the deletion, as a kill would
+    /// (`@_spi(Testing) import Courier`).
+    @_spi(Testing) public var duringRestart: (@Sendable () async -> Void)? = nil
     /// Whether full buffers of a single-connection download are written with `O_DIRECT`
     /// where the system has it (default on; BENCHMARKS.md). A switch for benchmarks and
     /// tests only (`@_spi(Testing) import Courier`).

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import CourierCore
+@_spi(Testing) @testable import CourierCore
 import CourierOrigin
 
 /// Segmented downloads against the origin: parallel ranges, resume of every range, restart
@@ -106,6 +106,45 @@ import CourierOrigin
             #expect(fx.finalData("big.bin") == data)
             #expect(gets(fx, "/big.bin").isEmpty)
             #expect(try await db.segments(id: "big").isEmpty)
+        }
+    }
+
+    /// Found as a flake of the test below (CI on 85790dc: the file completed with no request
+    /// from byte 0). A restart from zero forgot the ranges in one write and deleted the file
+    /// after it, and reset the record in a third: a stop between the first two left a
+    /// preallocated partial (zeros between the ranges' bytes) with no ranges and the old
+    /// validators and size, and the next run trusted its length, asked for
+    /// `bytes=<total>-`, and a 416 completed a file of zeros. Here the stop lands in that
+    /// window every time (``DownloaderConfiguration/duringRestart``).
+    @Test(.timeLimit(.minutes(1))) func aStopDuringARestartNeverLeavesAPartialTrustedByItsLength() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("big.bin", size: 3_000_000)
+            var stall = Fault(); stall.stallAfterBytes = 200_000
+            fx.origin.setFault(stall, for: "/big.bin")
+            let first = try segmentedDownloader(fx, idleTimeout: .seconds(120))
+            try await first.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
+            let db = try fx.database()
+            #expect(try await eventually(timeout: .seconds(60)) { try await db.segments(id: "big").filter { $0.received > 0 }.count == 3 })
+            await first.shutdown()
+            // The file changes: the ranges' replies are 200s, and the run restarts from zero.
+            var changed = Fault(); changed.changeETag = true; changed.times = 3
+            fx.origin.setFault(changed, for: "/big.bin")
+            let inRestart = AsyncStream<Void>.makeStream()
+            let second = try fx.downloader {
+                $0.minSegmentSize = 256 << 10; $0.segmentBufferSize = 64 << 10; $0.progressPersistInterval = .milliseconds(200)
+                $0.duringRestart = { inRestart.continuation.yield(); try? await Task.sleep(for: .seconds(3600)) }
+            }
+            try await second.resumePendingDownloads()
+            var reached = inRestart.stream.makeAsyncIterator()
+            _ = await reached.next()
+            await second.shutdown()   // the stop lands between the restart's record write and the file's deletion
+            fx.origin.setFault(nil, for: "/big.bin")
+            let third = try segmentedDownloader(fx)
+            try await third.resumePendingDownloads()
+            let done = try await third.waitForCompletion(id: "big")
+            await third.shutdown()
+            #expect(done.state == .completed)
+            #expect(fx.finalData("big.bin") == data)
         }
     }
 
