@@ -52,7 +52,7 @@ struct MetadataStore {
     /// Adds (or replaces: same normalised media source) a version of an item, at movie level,
     /// or at season level with the series aggregating its seasons. Legacy `Metadata/` goes
     /// only after the new metadata is written.
-    func record(_ version: VersionInfo, for item: MediaItem, series: MediaItem?) throws {
+    func record(_ version: VersionInfo, for item: MediaItem, series: MediaItem?, season: MediaItem? = nil) throws {
         // Seed 003's deduplication: an entry of the same item with the same version id goes,
         // and so does a static one of the same (normalised) media source when this one is
         // static too. A transcoded copy has a version id of its own and sits beside them.
@@ -77,8 +77,15 @@ struct MetadataStore {
             let file = seasonFolder.appendingPathComponent("metadata.json")
             let seasonId = item.seasonId ?? "\(item.seriesId ?? "")-\(item.parentIndexNumber ?? 0)"
             let (existing, recovered) = readForUpdate(file, itemId: nil)
+            // The season's own item (its name, overview, images) when the server gave it; a
+            // title made from the number only when it did not.
+            let seasonItem = season.flatMap { $0.id == seasonId ? $0 : nil }
             var meta = existing ?? DownloadMetadata(itemId: seasonId, itemType: "Season",
                                                     displayTitle: "Season \(item.parentIndexNumber ?? 0)", item: nil, versions: recovered, episodes: [:])
+            if let seasonItem {
+                meta.item = seasonItem
+                meta.displayTitle = seasonItem.name ?? meta.displayTitle
+            }
             meta.versions = merged(meta.versions)
             meta.episodes = (meta.episodes ?? [:]).merging([item.id: item]) { $1 }
             try write(meta, to: file)

@@ -57,6 +57,40 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("Downloads/film1").path))
     }
 
+    /// An episode through the CLI: the season's backdrop (its own, else the series') and the
+    /// season's own item in its metadata.json.
+    @Test func anEpisodeBringsItsSeasonsArtAndItem() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        for dir in ["jellyfin/items", "jellyfin/media", "jellyfin/images"] {
+            try FileManager.default.createDirectory(at: w.served.appendingPathComponent(dir), withIntermediateDirectories: true)
+        }
+        let items = [
+            ("ser", #"{"Id":"ser","Type":"Series","Name":"Show"}"#),
+            ("sa", #"{"Id":"sa","Type":"Season","Name":"Pilot Season","SeriesId":"ser","IndexNumber":1,"BackdropImageTags":["t"]}"#),
+            ("sb", #"{"Id":"sb","Type":"Season","Name":"Season 2","SeriesId":"ser","IndexNumber":2}"#),
+            ("e1", #"{"Id":"e1","Type":"Episode","SeriesId":"ser","SeasonId":"sa","ParentIndexNumber":1,"MediaSources":[{"Id":"m1","Container":"mp4"}]}"#),
+            ("e2", #"{"Id":"e2","Type":"Episode","SeriesId":"ser","SeasonId":"sb","ParentIndexNumber":2,"MediaSources":[{"Id":"m2","Container":"mp4"}]}"#),
+        ]
+        for (id, json) in items { try Data(json.utf8).write(to: w.served.appendingPathComponent("jellyfin/items/\(id).json")) }
+        for source in ["m1", "m2"] { _ = try w.serve("jellyfin/media/\(source)", size: 100_000) }
+        for image in ["ser-Primary", "ser-Backdrop", "sa-Primary", "sa-Backdrop", "sb-Primary", "e1-Primary", "e2-Primary"] {
+            try Data("jpeg:\(image)".utf8).write(to: w.served.appendingPathComponent("jellyfin/images/\(image).jpg"))
+        }
+        let root = w.base.appendingPathComponent("lib")
+        for episode in ["e1", "e2"] {
+            let run = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), episode])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        func text(_ path: String) -> String? { try? String(contentsOf: root.appendingPathComponent("Downloads/ser/" + path), encoding: .utf8) }
+        #expect(text("Season-01/Images/Season-sa-Backdrop.jpeg") == "jpeg:sa-Backdrop")
+        #expect(text("Season-02/Images/Season-sb-Backdrop.jpeg") == "jpeg:ser-Backdrop")
+        #expect(!w.origin.requests.contains { $0.path == "/Items/sb/Images/Backdrop" })   // its item lists none: not asked
+        let season = try JSONSerialization.jsonObject(with: Data((text("Season-01/metadata.json") ?? "").utf8)) as? [String: Any]
+        #expect(season?["displayTitle"] as? String == "Pilot Season")
+        #expect((season?["item"] as? [String: Any])?["Id"] as? String == "sa")
+    }
+
     /// Versions are independent downloads: version A killed midway, version B downloaded
     /// whole meanwhile, then A resumed with `Range: bytes=<kept>-`; both files are right and
     /// both are in metadata.json. (v1's `UNIQUE(mediaType, mediaId)` made B fail with

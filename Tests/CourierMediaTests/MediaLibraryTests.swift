@@ -32,7 +32,9 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
             try item(ep, #"{"Id":"\#(ep)","Type":"Episode","Name":"Episode \#(ep)","SeriesId":"ser1","SeriesName":"The Series","SeasonId":"\#(seasonId)","ParentIndexNumber":\#(season),"IndexNumber":1,"MediaSources":[{"Id":"\#(source)","Container":"mp4"}]}"#)
             try file(source, 50_000)
         }
-        for image in ["abc123-Primary", "abc123-Backdrop", "ser1-Primary", "ser1-Backdrop", "s1-Primary", "s2-Primary",
+        // Season 1 has an item of its own with a backdrop; season 2's item is not served.
+        try item("s1", #"{"Id":"s1","Type":"Season","Name":"Season One","SeriesId":"ser1","IndexNumber":1,"BackdropImageTags":["b1"]}"#)
+        for image in ["abc123-Primary", "abc123-Backdrop", "ser1-Primary", "ser1-Backdrop", "s1-Primary", "s1-Backdrop", "s2-Primary",
                       "ep1-Primary", "ep2-Primary", "ep3-Primary"] {   // no episode backdrops, as on real servers
             try Data("jpeg:\(image)".utf8).write(to: served.appendingPathComponent("jellyfin/images/\(image).jpg"))
         }
@@ -173,6 +175,26 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
         #expect(MediaValidation.problem(head: cut, size: 50_000, announced: nil, minimumSize: 16 << 10)?.code.rawValue == "E_NOT_MEDIA")
     }
 
+    /// Where a season's backdrop comes from, by what the season's item says.
+    @Test func aSeasonsBackdropIsItsOwnElseTheSeries() throws {
+
+        let episode = try JSONDecoder().decode(MediaItem.self, from: Data(#"{"Id":"e","Type":"Episode","SeriesId":"sr","SeasonId":"sn","ParentIndexNumber":1}"#.utf8))
+        func season(_ json: String) throws -> MediaItem { try JSONDecoder().decode(MediaItem.self, from: Data(json.utf8)) }
+        func backdrop(_ s: MediaItem?) -> [String] {
+            MediaLibrary.imageJobs(episode, season: s).first { $0.path.hasSuffix("Season-sn-Backdrop.jpeg") }?.sources.map { "\($0.itemId)-\($0.kind.rawValue)" } ?? []
+        }
+        #expect(backdrop(try season(#"{"Id":"sn","Type":"Season","BackdropImageTags":["x"]}"#)) == ["sn-Backdrop"])
+        #expect(backdrop(try season(#"{"Id":"sn","Type":"Season","BackdropImageTags":[]}"#)) == ["sr-Backdrop"])
+        #expect(backdrop(try season(#"{"Id":"sn","Type":"Season"}"#)) == ["sr-Backdrop"])
+        #expect(backdrop(nil) == ["sn-Backdrop", "sr-Backdrop"])
+        // Every image an episode brings, each once.
+        #expect(MediaLibrary.imageJobs(episode, season: nil).map(\.path) == [
+            "Downloads/sr/Images/Series-sr-Primary.jpeg", "Downloads/sr/Images/Series-sr-Backdrop.jpeg",
+            "Downloads/sr/Season-01/Images/Season-sn-Primary.jpeg", "Downloads/sr/Season-01/Images/Season-sn-Backdrop.jpeg",
+            "Downloads/sr/Season-01/Images/Episode-e-Primary.jpeg", "Downloads/sr/Season-01/Images/Episode-e-Backdrop.jpeg",
+        ])
+    }
+
     @Test func seriesWithTwoSeasonsBuildsTheSeedsTree() async throws {
         let w = try await MediaWorld()
         defer { Task { await w.close() } }
@@ -184,12 +206,14 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
             "ser1/Season-01/Images/Episode-ep1-Primary.jpeg",
             "ser1/Season-01/Images/Episode-ep2-Backdrop.jpeg",
             "ser1/Season-01/Images/Episode-ep2-Primary.jpeg",
+            "ser1/Season-01/Images/Season-s1-Backdrop.jpeg",
             "ser1/Season-01/Images/Season-s1-Primary.jpeg",
             "ser1/Season-01/ep1-m1.mp4",
             "ser1/Season-01/ep2-m2.mp4",
             "ser1/Season-01/metadata.json",
             "ser1/Season-02/Images/Episode-ep3-Backdrop.jpeg",
             "ser1/Season-02/Images/Episode-ep3-Primary.jpeg",
+            "ser1/Season-02/Images/Season-s2-Backdrop.jpeg",
             "ser1/Season-02/Images/Season-s2-Primary.jpeg",
             "ser1/Season-02/ep3-m3.mp4",
             "ser1/Season-02/metadata.json",
@@ -202,8 +226,16 @@ final class MediaWorld: @unchecked Sendable { // one test at a time
         let series = try w.metadata("ser1/metadata.json")
         #expect(series.itemId == "ser1" && series.itemType == "Series" && series.displayTitle == "The Series")
         #expect(series.versions.map(\.versionId) == ["m1", "m2", "m3"])   // aggregated from the seasons
+        // A season's backdrop: its own when its item lists one, else the series'.
+        func image(_ path: String) throws -> String { try String(contentsOf: w.root.appendingPathComponent("Downloads/" + path), encoding: .utf8) }
+        #expect(try image("ser1/Season-01/Images/Season-s1-Backdrop.jpeg") == "jpeg:s1-Backdrop")
+        #expect(try image("ser1/Season-02/Images/Season-s2-Backdrop.jpeg") == "jpeg:ser1-Backdrop")
         let season1 = try w.metadata("ser1/Season-01/metadata.json")
         #expect(season1.itemId == "s1" && season1.versions.map(\.itemId) == ["ep1", "ep2"])
+        // The season's own item and name, when the server has it; the number otherwise.
+        #expect(season1.item?.id == "s1" && season1.item?.type == .season && season1.displayTitle == "Season One")
+        let season2 = try w.metadata("ser1/Season-02/metadata.json")
+        #expect(season2.itemId == "s2" && season2.item == nil && season2.displayTitle == "Season 2")
         #expect(season1.episodes?.keys.sorted() == ["ep1", "ep2"])
         #expect(w.library.isItemVersionDownloaded(itemId: "ep3", mediaSourceId: "m3"))
 

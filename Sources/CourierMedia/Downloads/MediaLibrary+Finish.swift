@@ -148,26 +148,28 @@ extension MediaLibrary {
         let entry = VersionInfo(versionId: job.version.versionId, container: final.pathExtension.lowercased(), isStatic: job.options.transcoding == nil, mediaSourceId: job.mediaSourceId,
                                 downloadDate: earlier?.downloadDate ?? ISO8601DateFormatter().string(from: Date()), taskId: earlier?.taskId ?? job.uuid, itemId: job.item.id,
                                 fileName: final.lastPathComponent, subtitles: subtitles.isEmpty ? nil : subtitles, transcoding: job.options.transcoding)
-        var seriesItem: MediaItem?
-        if job.item.type == .episode, let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // the series' details only enrich an episode's metadata; it downloads without them
+        // The series' and the season's own items only enrich an episode's metadata and
+        // choose its season's backdrop; it downloads without them.
+        var seriesItem: MediaItem?, seasonItem: MediaItem?
+        if job.item.type == .episode {
+            if let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }
+            if let seasonId = job.item.seasonId { seasonItem = (try? await server.item(id: seasonId)).flatMap { $0.id == seasonId ? $0 : nil } }
+        }
         try await changingMetadata {
             // Cancelled by another process meanwhile (its cancel holds this lock too): no entry
             // for a file it removed.
             guard jobs.load(job.taskId) != nil, FileManager.default.fileExists(atPath: final.path) else { throw CancelledElsewhere() }
-            try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem)
+            try MetadataStore(root: root).record(entry, for: job.item, series: seriesItem, season: seasonItem)
         }
 
         // Images (optional).
         var failed: [String] = []
-        for (context, kinds, imageItemId) in imageJobs(job.item) {
-            for (kind, source) in kinds {
-                let path = try MediaLayout.image(context, kind, ext: "jpeg")
-                do {
-                    try await fetchImage(itemId: imageItemId, kind: source, to: path)
-                } catch {
-                    logger.warning("image \(path) failed: \(error)")
-                    failed.append(path)
-                }
+        for image in Self.imageJobs(job.item, season: seasonItem) {
+            do {
+                try await fetchImage(image)
+            } catch {
+                logger.warning("image \(image.path) failed: \(error)")
+                failed.append(image.path)
             }
         }
         // Images that failed because the library shut down are fetched by the next launch,
@@ -203,35 +205,5 @@ extension MediaLibrary {
             throw CourierError(.notMedia, "the server answered a web page for subtitle \(stream.index)")
         }
         return (entry, path)
-    }
-
-    /// Each image to fetch: where it goes (context and kind) and which of the server's
-    /// images it is. An episode's backdrop is the episode's primary image (the seed's rule:
-    /// servers rarely have episode backdrops, so asking for one was usually a silent 404).
-    func imageJobs(_ item: MediaItem) -> [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] {
-        let both: [(MediaLayout.ImageKind, MediaLayout.ImageKind)] = [(.primary, .primary), (.backdrop, .backdrop)]
-        switch item.type {
-        case .movie:
-            return [(.movie(item), both, item.id)]
-        case .episode:
-            guard let seriesId = item.seriesId, let folder = try? MediaLayout.itemFolder(item), let season = try? MediaLayout.seasonFolder(item) else { return [] }   // an item with no valid folder has no images to fetch
-            var jobs: [(MediaLayout.ImageContext, [(MediaLayout.ImageKind, MediaLayout.ImageKind)], String)] = [(.series(id: seriesId, folder: folder), both, seriesId)]
-            if let seasonId = item.seasonId { jobs.append((.season(id: seasonId, folder: season), [(.primary, .primary)], seasonId)) }
-            jobs.append((.episode(item), [(.primary, .primary), (.backdrop, .primary)], item.id))
-            return jobs
-        default:
-            return []
-        }
-    }
-
-    private func fetchImage(itemId: String, kind: MediaLayout.ImageKind, to path: String) async throws {
-        if FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path) { return }
-        let id = SHA256Hex.shortID(Self.imagePrefix, of: path)
-        do {
-            try await downloader.fetch(DownloadRequest(id: id, url: try server.imageURL(itemId: itemId, kind: kind), destination: enginePrefix + path))
-        } catch {
-            try? await downloader.cancel(id: id)   // an image is small and fetched again next time: no failed record stays behind
-            throw error
-        }
     }
 }
