@@ -152,8 +152,8 @@ extension MediaLibrary {
         // choose its season's backdrop; it downloads without them.
         var seriesItem: MediaItem?, seasonItem: MediaItem?
         if job.item.type == .episode {
-            if let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }
-            if let seasonId = job.item.seasonId { seasonItem = (try? await server.item(id: seasonId)).flatMap { $0.id == seasonId ? $0 : nil } }
+            if let seriesId = job.item.seriesId { seriesItem = try? await server.item(id: seriesId) }   // only enriches: downloads without it
+            if let seasonId = job.item.seasonId { seasonItem = (try? await server.item(id: seasonId)).flatMap { $0.id == seasonId ? $0 : nil } }   // only enriches: downloads without it
         }
         try await changingMetadata {
             // Cancelled by another process meanwhile (its cancel holds this lock too): no entry
