@@ -155,6 +155,21 @@ final class ScriptedUbiquity: UbiquityService, @unchecked Sendable { // state be
         await #expect { for try await _ in docs.downloadProgress("gone.txt") {} } throws: { ($0 as? CourierError)?.code == .fileRead }
     }
 
+    /// Seed 004: errors other than the named ones stay native. A quota error reaches the app
+    /// as iCloud's own domain and code (`E_SYSTEM` beside it), through the read and the
+    /// progress stream alike.
+    @Test func anotherDownloadErrorReachesTheAppAsTheSystemsOwn() async throws {
+        let (service, container) = try world()
+        defer { try? FileManager.default.removeItem(at: root) }
+        try placeholder("big.mov")
+        let quota = UbiquityError(domain: NSCocoaErrorDomain, code: 4354, message: "over quota", underlying: (domain: "CKErrorDomain", code: 25))
+        service.publish([service.item("big.mov", .notDownloaded, error: quota)])
+        let docs = documents(container)
+        let expected = SystemError(domain: NSCocoaErrorDomain, code: 4354, underlyingDomain: "CKErrorDomain", underlyingCode: 25)
+        await #expect { try await docs.readInPlace("big.mov") } throws: { ($0 as? CourierError)?.code == .system && ($0 as? CourierError)?.system == expected }
+        await #expect { for try await _ in docs.downloadProgress("big.mov") {} } throws: { ($0 as? CourierError)?.system == expected }
+    }
+
     @Test func aReadStreamsInChunksUnderCoordination() async throws {
         let (service, container) = try world()
         defer { try? FileManager.default.removeItem(at: root) }
@@ -236,7 +251,10 @@ final class ScriptedUbiquity: UbiquityService, @unchecked Sendable { // state be
         // Not uploaded yet by its device: wait and retrigger, never "not found".
         #expect(s(UbiquityItem(path: "/r/a", downloadingStatus: .notDownloaded, downloadingError: e4353)) == .notDownloaded)
         guard case let .failed(error)? = s(UbiquityItem(path: "/r/a", downloadingError: e4355)) else { Issue.record("expected failed"); return }
-        #expect(error.code == .network && error.message.contains("4355"))
+        // Any other error stays the system's: its domain and code, beside Courier's code.
+        #expect(error.code == .system && error.message.contains("4355"))
+        #expect(error.system == SystemError(domain: "NSCocoaErrorDomain", code: 4355))
+        #expect(error.system?.nsError.domain == "NSCocoaErrorDomain" && error.system?.nsError.code == 4355)
     }
 
     @Test(arguments: [

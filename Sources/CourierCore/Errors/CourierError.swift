@@ -27,13 +27,18 @@ public struct CourierError: Error, Sendable, Equatable, CustomStringConvertible 
     public var httpStatus: Int?
     /// A description of the lower-level error, redacted, when there was one.
     public var underlying: String?
+    /// The operating system's own error (domain and code) when it caused this one and
+    /// Courier has no code of its own for it (an iCloud download's error other than "no such
+    /// file"): branch on it rather than on the text.
+    public var system: SystemError?
 
     /// Makes an error. The message and the underlying error's description are redacted.
-    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, underlying: (any Error)? = nil) {
+    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, underlying: (any Error)? = nil, system: SystemError? = nil) {
         self.code = code
         self.message = Redactor.redact(message)
         self.httpStatus = httpStatus
         self.underlying = underlying.map { Redactor.redact(String(describing: $0)) }
+        self.system = system
     }
 
     /// `CODE: message`.
@@ -135,6 +140,9 @@ extension CourierError.Code {
     /// download: nothing of that write happened (the record is failed, its whole partial
     /// kept; resuming runs the hook again without a byte fetched).
     public static let completionHook = Self(rawValue: "E_COMPLETION_HOOK")
+    /// The operating system's own error, with no code of Courier's: its domain and code are
+    /// in ``CourierError/system`` (an iCloud download that failed other than "no such file").
+    public static let system = Self(rawValue: "E_SYSTEM")
     /// A failure Courier has no better code for (the message says what); a bug to report.
     public static let unexpected = Self(rawValue: "E_UNEXPECTED")
 }

@@ -55,6 +55,6 @@ public enum CocoaFileErrors {
         let values = UbiquityError(error)
         if values.domain == cocoaDomain, values.code == userCancelled { return CancellationError() }
         guard let mapped = courierError(values, during: operation, path: path) else { return error }
-        return CourierError(mapped.code, mapped.message, underlying: error)
+        return CourierError(mapped.code, mapped.message, underlying: error, system: values.system)
     }
 }

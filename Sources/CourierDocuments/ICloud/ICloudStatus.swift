@@ -8,8 +8,8 @@ public enum ICloudStatus {
     ///
     /// - An error: `NSUbiquitousFileUnavailableError` (not uploaded yet by the device that
     ///   made it) is a wait, not a failure: *not downloaded*, so the watchdog triggers again.
-    ///   Cocoa's file-not-found errors get their codes; anything else fails as `E_NETWORK`
-    ///   with the native error's text.
+    ///   Cocoa's file-not-found errors get their codes; anything else stays the system's:
+    ///   `E_SYSTEM` with its domain and code in ``CourierError/system`` (and its text).
     /// - *current* is current (100 %); *downloaded* (a newer version exists) and *not
     ///   downloaded* are *downloading* while the index says a transfer runs, else *not
     ///   downloaded*. The percent is passed on as it is: it may jump from 0 to 100.
@@ -21,7 +21,7 @@ public enum ICloudStatus {
                 return DocumentState(status: .notDownloaded, percent: percent)
             }
             let failure = CocoaFileErrors.courierError(error, during: .read, path: item.path)
-                ?? CourierError(.network, "iCloud could not download it: \(error.message) (\(error.domain) \(error.code))")
+                ?? CourierError(.system, "iCloud could not download it: \(error.message) (\(error.domain) \(error.code))", system: error.system)
             return DocumentState(status: .failed(failure), percent: percent)
         }
         let transferring = item.isDownloading ?? (percent.map { $0 > 0 && $0 < 100 } ?? false)

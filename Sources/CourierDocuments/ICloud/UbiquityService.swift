@@ -1,3 +1,4 @@
+import Courier
 import Foundation
 
 /// What iCloud Drive gives an app, as narrow as ``ICloudContainer`` needs: the seam
@@ -78,6 +79,11 @@ public struct UbiquityError: Sendable, Equatable {
         self.code = code
         self.message = message
         self.underlying = underlying
+    }
+
+    /// The domain and codes, as Courier reports the system's own error (``CourierError/system``).
+    public var system: SystemError {
+        SystemError(domain: domain, code: code, underlyingDomain: underlying?.domain, underlyingCode: underlying?.code)
     }
 
     /// The values of any error, through `NSError` bridging.
