@@ -24,6 +24,11 @@ public actor MediaLibrary {
     public var minimumFreeSpace: Int64 = 100 << 20
     /// A media file smaller than this is no film: it fails with `E_NOT_MEDIA` (16 KiB).
     public var minimumMediaSize: Int64 = 16 << 10
+    /// How long a paused or failed version may stay before the sweep cancels it
+    /// (``setAbandonedAfter(_:)``; `nil`: kept until the app says).
+    public internal(set) var abandonedAfter: Duration?
+    /// What the last sweep reclaimed (``clean(abandonedAfter:)``), `nil` before one ran.
+    public internal(set) var lastCleanup: MediaCleanReport?
 
     /// Makes a library at `root` over `server`; `database` keeps the engine's records, so a
     /// two-hour film resumes after a relaunch.

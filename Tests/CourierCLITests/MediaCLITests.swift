@@ -91,6 +91,32 @@ import Glibc
         #expect((season?["item"] as? [String: Any])?["Id"] as? String == "sa")
     }
 
+    /// `courier media clean`: a killed download's partial that nothing owns any more (its
+    /// job gone with a cancel's first step) and an orphaned incoming copy are deleted, the
+    /// library's film stays, and the bytes reclaimed are said (text and JSON).
+    @Test func cleanReclaimsWhatKillsLeft() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        _ = try jellyfin(w, mediaSize: 200_000)
+        let root = w.base.appendingPathComponent("lib")
+        let download = try await CLITests.run(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1"])
+        #expect(download.status == 0, "\(download.stderr)")
+        let folder = root.appendingPathComponent("Downloads/film1")
+        try Data(count: 123_456).write(to: folder.appendingPathComponent("film1-v2.mkv.partial"))
+        try Data(count: 1_000).write(to: folder.appendingPathComponent("film1-v1.mkv.incoming"))
+        let sizeBefore = try await CLITests.run(["media", "size", "--root", root.path]).stdout
+        let clean = try await CLITests.run(["media", "clean", "--root", root.path, "--abandoned-after", "30d"])
+        #expect(clean.status == 0, "\(clean.stderr)")
+        #expect(clean.stdout.contains("removed Downloads/film1/film1-v2.mkv.partial\n") && clean.stdout.contains("removed Downloads/film1/film1-v1.mkv.incoming\n"))
+        #expect(clean.stdout.hasSuffix("reclaimed 124456 bytes\n"))
+        let sizeAfter = try await CLITests.run(["media", "size", "--root", root.path]).stdout
+        #expect(Int64(sizeBefore.dropLast())! - Int64(sizeAfter.dropLast())! == 124_456)
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("film1-v1.mkv").path))
+        let again = try await CLITests.run(["media", "clean", "--root", root.path, "--json"])
+        #expect(again.stdout.contains("\"reclaimedBytes\" : 0"))
+        #expect(try await CLITests.run(["media", "clean", "--root", root.path, "--abandoned-after", "soon"]).status != 0)
+    }
+
     /// Versions are independent downloads: version A killed midway, version B downloaded
     /// whole meanwhile, then A resumed with `Range: bytes=<kept>-`; both files are right and
     /// both are in metadata.json. (v1's `UNIQUE(mediaType, mediaId)` made B fail with

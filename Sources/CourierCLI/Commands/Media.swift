@@ -149,7 +149,7 @@ struct OfflineServer: MediaServer {
 struct Media: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The offline media library: movies and series under Downloads/, versioned, with metadata.json and images.",
-        subcommands: [Download.self, Status.self, PauseMedia.self, ResumeMedia.self, CancelMedia.self, ListMedia.self, Size.self, Remove.self, Migrate.self])
+        subcommands: [Download.self, Status.self, PauseMedia.self, ResumeMedia.self, CancelMedia.self, ListMedia.self, Size.self, Clean.self, Remove.self, Migrate.self])
 
     struct Download: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Download an item (movie or episode) from a Jellyfin server; the token comes from JELLYFIN_TOKEN. Run it again after an interruption and it resumes.")
@@ -282,6 +282,22 @@ struct Media: AsyncParsableCommand {
         @Argument(help: "The item id (default: the whole library).") var itemId: String?
         func run() async throws {
             try await options.run(readOnly: true) { library in Terminal.out(String(try library.size(itemId: itemId))) }
+        }
+    }
+
+    struct Clean: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete what interrupted downloads left (partial and incoming files nothing owns), and paused or failed versions older than --abandoned-after; say what was reclaimed.")
+        @OptionGroup var options: MediaOptions
+        @Option(name: .customLong("abandoned-after"), help: "Also cancel paused or failed versions untouched this long (90s, 12h, 30d, 2w).") var age: Age?
+        @Flag(name: .long, help: "Print JSON.") var json = false
+        func run() async throws {
+            try await options.run(readOnly: true, json: json) { library in
+                let report = try await library.clean(abandonedAfter: age?.duration)
+                if json { return try printJSON(report) }
+                for file in report.removedFiles { Terminal.out("removed \(file)") }
+                for version in report.abandonedVersions { Terminal.out("cancelled \(version)") }
+                Terminal.out("reclaimed \(report.reclaimedBytes) bytes")
+            }
         }
     }
 

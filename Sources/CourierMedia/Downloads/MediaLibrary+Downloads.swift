@@ -218,13 +218,15 @@ extension MediaLibrary {
         return out
     }
 
-    /// At launch: goes on with every version an earlier run left unfinished (interrupted
-    /// downloads resume from their bytes; whole files are finished without fetching
-    /// anything). Paused and failed ones only when asked. Versions another process runs are
-    /// left to it. Returns the versions under way.
+    /// At launch: sweeps what interrupted downloads left (``clean(abandonedAfter:)``, its
+    /// report in ``lastCleanup``), then goes on with every version an earlier run left
+    /// unfinished (interrupted downloads resume from their bytes; whole files are finished
+    /// without fetching anything). Paused and failed ones only when asked. Versions another
+    /// process runs are left to it. Returns the versions under way.
     @discardableResult
     public func resumeAll(includePaused: Bool = false, includeFailed: Bool = false) async throws -> [MediaVersion] {
         try checkOpen()
+        do { try await clean() } catch { logger.warning("cleanup at launch failed: \(error)") }   // what it left stays for the next sweep; resuming matters more
         var resumed: [MediaVersion] = []
         for job in jobs.all() where finishers[job.taskId] == nil {
             if let record = try await downloader.record(id: job.taskId) {

@@ -1,0 +1,135 @@
+import Courier
+import Foundation
+
+/// What a sweep of the library reclaimed (``MediaLibrary/clean(abandonedAfter:)``).
+public struct MediaCleanReport: Sendable, Equatable, Codable {
+    /// Bytes freed: orphaned files, and the partial files of the versions given up.
+    public var reclaimedBytes: Int64 = 0
+    /// The orphaned files deleted, relative to the library's root: partial and incoming
+    /// files no job or record owns, and temporary files a kill left behind.
+    public var removedFiles: [String] = []
+    /// Paused or failed versions left longer than the age the app set, cancelled.
+    public var abandonedVersions: [MediaVersion] = []
+    /// Engine records of the library with no version left (a kill inside a cancel), removed.
+    public var orphanedRecords: [String] = []
+
+    /// Makes an empty report.
+    public init() {}
+}
+
+/// The sweep of what interrupted downloads leave behind (seed 003: "automatic cleanup of
+/// incomplete downloads"). Nothing a version in flight owns is touched: a media file's job
+/// is saved before its record and its partial, and an image's or subtitle's record before
+/// its partial, so a file listed here with no owner read after the listing has none.
+extension MediaLibrary {
+    /// A temporary file of an atomic write (`.<name>.<random>.tmp`) younger than this may
+    /// still be being written by another process; older ones are a kill's leftovers.
+    static let temporaryFileGrace: TimeInterval = 600
+
+    /// Sets how long a paused or failed version may stay before the sweep cancels it and
+    /// frees its bytes (`nil`, the default: kept until the app says).
+    public func setAbandonedAfter(_ age: Duration?) { abandonedAfter = age }
+
+    /// Sweeps the library: deletes partial (`.partial`) and incoming (`.incoming`) files
+    /// that no version in flight and no engine record owns, and temporary files a kill
+    /// left; removes the library's engine records that no version owns; and cancels paused
+    /// or failed versions untouched for `abandonedAfter` (else the library's setting;
+    /// `nil`: none). Runs at launch in ``resumeAll(includePaused:includeFailed:)``;
+    /// ``lastCleanup`` keeps what the last sweep reclaimed.
+    @discardableResult
+    public func clean(abandonedAfter age: Duration? = nil) async throws -> MediaCleanReport {
+        try checkOpen()
+        var report = MediaCleanReport()
+        let downloads = root.appendingPathComponent(MediaLayout.downloads)
+        // Files first, owners after: an owner is always made before its file.
+        let candidates = Self.leftoverCandidates(in: downloads)
+        let engineRoot = downloader.configuration.rootDirectory
+        let records = try await downloader.database.allRecords()
+        let library = ["media:", Self.subtitlePrefix, Self.imagePrefix]
+        let libraryRecords = records.filter { r in library.contains { r.id.hasPrefix($0) } }
+        let inFlight = jobs.all()
+
+        // Paused or failed versions left too long: cancelled like any (their bytes go).
+        if let age = age ?? abandonedAfter {
+            let cutoff = Date().addingTimeInterval(-age.timeInterval)
+            for job in inFlight {
+                guard let record = libraryRecords.first(where: { $0.id == job.taskId }), [.paused, .failed].contains(record.state), record.updatedAt < cutoff else { continue }
+                let bytes = [job.plannedPath + ".partial", job.plannedPath].reduce(Int64(0)) { $0 + Self.fileSize(root.appendingPathComponent($1)) }
+                do {
+                    try await cancel(job.version)
+                    report.abandonedVersions.append(job.version)
+                    report.reclaimedBytes += bytes
+                } catch let error as CourierError where error.code == .notFound {}   // it ended meanwhile
+            }
+        }
+        // The library's records that no version owns (a kill between a cancel's two steps):
+        // not completed ones (a finished file is the library's), not one running.
+        let jobIds = Set(jobs.all().map(\.taskId))
+        for record in libraryRecords where record.id.hasPrefix("media:") && !jobIds.contains(record.id) && [.queued, .paused, .failed].contains(record.state) {
+            let partial = engineRoot.appendingPathComponent(record.partialPath)
+            let bytes = Self.fileSize(partial)
+            do {
+                try await downloader.cancel(id: record.id)
+                report.orphanedRecords.append(record.id)
+                report.reclaimedBytes += bytes
+            } catch let error as CourierError where error.code == .notFound {}   // gone meanwhile
+        }
+
+        // Orphaned files: owned by no job (its planned file and partial) and no record.
+        var owned = Set<String>()
+        for job in jobs.all() {
+            for path in [job.plannedPath, job.plannedPath + ".partial"] { owned.insert(root.appendingPathComponent(path).standardizedFileURL.path) }
+        }
+        for record in try await downloader.database.allRecords() {
+            for path in [record.partialPath, record.localFinalPath] { owned.insert(engineRoot.appendingPathComponent(path).standardizedFileURL.path) }
+        }
+        try await changingMetadata {
+            for file in candidates where !owned.contains(file.url.standardizedFileURL.path) {
+                // The very file listed (a new one of the same name may have replaced it).
+                guard Self.identity(file.url) == file.identity else { continue }
+                try removeFile(file.url)
+                report.removedFiles.append(try relativePath(file.url))
+                report.reclaimedBytes += file.size
+            }
+            MediaDiscovery.removeEmptyFolders(downloads)
+        }
+        if !report.removedFiles.isEmpty || !report.abandonedVersions.isEmpty || !report.orphanedRecords.isEmpty {
+            logger.info("cleanup: \(report.reclaimedBytes) bytes reclaimed (\(report.removedFiles.count) files, \(report.abandonedVersions.count) abandoned versions, \(report.orphanedRecords.count) records)")
+        }
+        lastCleanup = report
+        return report
+    }
+
+    /// A file the sweep may delete, as it was when listed.
+    struct Leftover { let url: URL; let identity: FileIdentity?; let size: Int64 }
+    /// Device and inode: the same file, not only the same name.
+    struct FileIdentity: Equatable { let device: UInt64; let inode: UInt64 }
+
+    /// Partial, incoming and old temporary files under `downloads`.
+    static func leftoverCandidates(in downloads: URL) -> [Leftover] {
+        guard let walker = FileManager.default.enumerator(at: downloads, includingPropertiesForKeys: [.isRegularFileKey, .contentModificationDateKey]) else { return [] }
+        var out: [Leftover] = []
+        let now = Date()
+        for case let url as URL in walker {
+            let values = try? url.resourceValues(forKeys: [.isRegularFileKey, .contentModificationDateKey])   // a file that cannot be inspected is left alone
+            guard values?.isRegularFile == true else { continue }
+            let name = url.lastPathComponent
+            let leftover = name.hasSuffix(".partial") || name.hasSuffix(MediaLayout.incomingSuffix)
+                || name.hasPrefix(".") && name.hasSuffix(".tmp") && now.timeIntervalSince(values?.contentModificationDate ?? now) > temporaryFileGrace
+            if leftover { out.append(Leftover(url: url, identity: identity(url), size: fileSize(url))) }
+        }
+        return out
+    }
+
+    static func identity(_ url: URL) -> FileIdentity? {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// A file's length (0 when it is not there).
+    static func fileSize(_ url: URL) -> Int64 {
+        var info = stat()
+        return stat(url.path, &info) == 0 ? Int64(info.st_size) : 0
+    }
+}
