@@ -135,6 +135,20 @@ struct MetadataStore {
         try reaggregateSeries(folder: folder)
     }
 
+    /// The folder whose metadata lists `itemId`'s versions: the movie's own, or the series'
+    /// whose season metadata names the episode; `nil` when none does.
+    func folder(holding itemId: String) -> URL? {
+        guard (try? MediaLayout.component(itemId)) != nil else { return nil }   // a validity check: the reason is not needed
+        let movie = downloads.appendingPathComponent(itemId)
+        if read(movie.appendingPathComponent("metadata.json")) != nil { return movie }
+        for series in (try? FileManager.default.contentsOfDirectory(at: downloads, includingPropertiesForKeys: nil)) ?? [] {   // a folder that cannot be listed holds nothing to show
+            for season in ((try? FileManager.default.contentsOfDirectory(at: series, includingPropertiesForKeys: nil)) ?? []) where season.lastPathComponent.hasPrefix("Season-") {   // a folder that cannot be listed holds nothing to show
+                if read(season.appendingPathComponent("metadata.json"))?.versions.contains(where: { $0.itemId == itemId }) == true { return series }
+            }
+        }
+        return nil
+    }
+
     /// Every version recorded for an item: its own metadata (movie), or season metadata
     /// naming it (episode); legacy `Metadata/Item.json` as a fallback.
     func versions(forItem itemId: String) -> [VersionInfo] {

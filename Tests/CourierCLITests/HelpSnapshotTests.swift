@@ -11,7 +11,7 @@ import Testing
         [], ["get"], ["put"], ["list"], ["status"], ["pause"], ["resume"], ["cancel"], ["open"], ["demo"], ["serve"],
         ["attachments"], ["attachments", "save"], ["attachments", "sync"], ["attachments", "list"],
         ["doc"], ["doc", "placeholders"], ["doc", "exists"], ["doc", "read"], ["doc", "bytes"], ["doc", "write"], ["doc", "progress"], ["doc", "evict"], ["doc", "status"], ["doc", "sync"],
-        ["media"], ["media", "download"], ["media", "status"], ["media", "pause"], ["media", "resume"], ["media", "cancel"], ["media", "list"], ["media", "size"], ["media", "clean"], ["media", "remove"], ["media", "migrate"],
+        ["media"], ["media", "download"], ["media", "open"], ["media", "status"], ["media", "pause"], ["media", "resume"], ["media", "cancel"], ["media", "list"], ["media", "size"], ["media", "clean"], ["media", "remove"], ["media", "migrate"],
     ]
 
     @Test(arguments: commands)

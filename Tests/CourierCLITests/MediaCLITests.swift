@@ -194,6 +194,37 @@ import Glibc
         #expect(try await CLITests.run(["open", "nothing", "--db", w.db]).status == 6)
     }
 
+    /// `courier media open`: the DOWNLOAD button on a library version, through the CLI.
+    @Test func mediaOpenFollowsTheButtonRulesOnVersions() async throws {
+        let w = try await CLITests.World()
+        defer { Task { await w.close() } }
+        let data = try jellyfin(w, mediaSize: 300_000)
+        let root = w.base.appendingPathComponent("lib")
+        let film = root.appendingPathComponent("Downloads/film1/film1-v1.mkv")
+        let open = ["media", "open", "--root", root.path, "--server", w.origin.url("/"), "film1"]
+        let first = try await CLITests.run(open + ["-q"])   // rule 5: nothing yet → download
+        #expect(first.status == 0 && first.stderr.contains("Downloading film1/v1") && first.stdout == film.path + "\n", "\(first.stderr)")
+        #expect(try Data(contentsOf: film) == data)
+        w.origin.clearRequests()
+        let second = try await CLITests.run(["media", "open", "--root", root.path, "film1"])   // rule 1: offline, no request
+        #expect(second.status == 0 && second.stdout == film.path + "\n")
+        #expect(w.origin.requests.isEmpty)
+        try FileManager.default.removeItem(at: film)
+        let third = try await CLITests.run(open + ["-q"])   // rule 2: listed but missing → cleaned up, downloaded
+        #expect(third.status == 0 && third.stdout == film.path + "\n")
+        #expect(try Data(contentsOf: film) == data)
+        // Rule 4: in flight in another process → nothing is done.
+        var slow = Fault(); slow.bytesPerSecond = 50_000
+        w.origin.setFault(slow, for: "/Items/v1/Download")
+        try FileManager.default.removeItem(at: film)
+        let (p, out, err) = try CLITests.launch(open + ["-q"])
+        try await PartialFileSize.wait(root.appendingPathComponent("Downloads/film1/film1-v1.mkv.partial"), atLeast: 1)
+        let busy = try await CLITests.run(["media", "open", "--root", root.path, "film1"])
+        #expect(busy.status == 0 && busy.stdout.contains("in flight"), "\(busy.stdout)\(busy.stderr)")
+        kill(p.processIdentifier, SIGKILL)
+        _ = await CLITests.finish(p, out, err)
+    }
+
     /// The download screen from the command line: a download started in one process is
     /// listed by `status --json`, paused from another process (the first stops with 130),
     /// resumed with `Range: bytes=<kept>-`, and a second one is cancelled, leaving nothing.

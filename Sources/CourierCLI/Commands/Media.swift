@@ -149,7 +149,7 @@ struct OfflineServer: MediaServer {
 struct Media: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The offline media library: movies and series under Downloads/, versioned, with metadata.json and images.",
-        subcommands: [Download.self, Status.self, PauseMedia.self, ResumeMedia.self, CancelMedia.self, ListMedia.self, Size.self, Clean.self, Remove.self, Migrate.self])
+        subcommands: [Download.self, OpenMedia.self, Status.self, PauseMedia.self, ResumeMedia.self, CancelMedia.self, ListMedia.self, Size.self, Clean.self, Remove.self, Migrate.self])
 
     struct Download: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Download an item (movie or episode) from a Jellyfin server; the token comes from JELLYFIN_TOKEN. Run it again after an interruption and it resumes.")

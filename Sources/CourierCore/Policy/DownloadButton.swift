@@ -44,30 +44,29 @@ public struct DownloadButton: Sendable {
         guard read(fd, &byte, 1) >= 0 else { throw FileErrors.error(errno, "read", url, .read) }
     }
 
-    /// What the UI calls when DOWNLOAD is pressed.
+    /// What the UI calls when DOWNLOAD is pressed: the record's state in the seed's terms,
+    /// judged by ``DownloadButtonRules``.
     public func press(_ request: DownloadRequest) async throws -> DownloadButtonAction {
         let record = try await downloader.record(id: request.id)
-        guard let record else {
-            return .downloadStarted(try await download(request))                  // rule 5
+        switch DownloadButtonRules.decide(holding(record), opens: opens) {
+        case let .open(file): return .open(file)
+        case let .error(error): return .error(error)
+        case .inProgress:
+            if let record { return .inProgress(record) }   // always: only a record is in progress
+            return .downloadStarted(try await download(request))
+        case .download: return .downloadStarted(try await download(request))
         }
+    }
+
+    /// What a record holds, in the seed's terms.
+    func holding(_ record: DownloadRecord?) -> DownloadButtonRules.Holding {
+        guard let record else { return .nothing }
         switch record.state {
         case .completed:
             let file = downloader.configuration.rootDirectory.appendingPathComponent(record.localFinalPath)
-            guard fileIsThere(record, file) else {
-                return .downloadStarted(try await download(request))              // rule 2
-            }
-            do {
-                try opens(file)
-                return .open(file)                                                // rule 1
-            } catch let error as CourierError {
-                return .error(error)                                              // rule 3
-            } catch {
-                return .error(CourierError(.readFailed, "\(file.lastPathComponent) does not open", underlying: error))
-            }
-        case .queued, .downloading, .handedOff:
-            return .inProgress(record)                                            // rule 4
-        case .paused, .failed:
-            return .downloadStarted(try await download(request))                  // rule 6
+            return .complete(file: file, present: fileIsThere(record, file))
+        case .queued, .downloading, .handedOff: return .inProgress
+        case .paused, .failed: return .stopped
         }
     }
 

@@ -1,0 +1,94 @@
+import CourierTestSupport
+import Courier
+import CourierOrigin
+import Foundation
+import Testing
+@_spi(Testing) @testable import CourierMedia
+
+/// Seed 002's DOWNLOAD button over the media library's versions (seed 003), from the same
+/// table of cases as the engine's button (``ButtonCase``), and "Clear data" for a version.
+@Suite(.serialized) struct MediaButtonTests {
+    struct DoesNotOpen: Error {}
+
+    @Test(arguments: ButtonCase.allCases)
+    func theRulesOverVersions(_ kind: ButtonCase) async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        try await check(kind, w)
+    }
+
+    private func check(_ kind: ButtonCase, _ w: MediaWorld) async throws {
+        let library: MediaLibrary = w.library
+        let version = MediaVersion(itemId: "abc123", versionId: "def456")
+        let path = "/Items/def456/Download"
+        switch kind {
+        case .noRecord: break
+        case .completeOpens, .completeButMissing, .completeButDoesNotOpen:
+            let report = try await library.download(itemId: "abc123", versionId: "def456")
+            if kind == .completeButMissing { try FileManager.default.removeItem(at: w.root.appendingPathComponent(report.mediaPath)) }
+        case .inFlight, .paused:
+            w.throttle(path, 100_000)
+            _ = try await library.start(itemId: "abc123", versionId: "def456")
+            #expect(try await eventually { try await library.inFlight().first?.bytesReceived ?? 0 > 0 })
+            if kind == .paused { try await library.pause(version) }
+        case .failed:
+            var missing = Fault(); missing.failStatus = 404
+            w.origin.setFault(missing, for: path)
+            _ = try? await library.download(itemId: "abc123", versionId: "def456")   // it fails: that is the case
+            #expect(try await library.inFlight().first?.state == "failed")
+        }
+        let refuses: @Sendable (URL) throws -> Void = { _ in throw DoesNotOpen() }
+        let opens: @Sendable (URL) throws -> Void = kind == .completeButDoesNotOpen ? refuses : DownloadButton.defaultOpen
+        let verdict = DownloadButtonRules.decide(try await library.buttonHolding(version), opens: opens)
+        #expect(ButtonCase.words(verdict) == kind.expected)
+        if kind != .inFlight { w.origin.setFault(nil, for: path) }
+        let action = try await library.pressDownload(itemId: "abc123", versionId: "def456", opens: opens)
+        switch action {
+        case let .open(file):
+            #expect(kind == .completeOpens && file.lastPathComponent == "abc123-def456.mp4")
+        case .error:
+            #expect(kind == .completeButDoesNotOpen)
+        case let .inProgress(v):
+            #expect(kind == .inFlight && v == version)
+            w.origin.setFault(nil, for: path)
+        case let .downloadStarted(v):
+            // Rule 7 cleaned up first; the version downloads again, into the library.
+            #expect([ButtonCase.noRecord, .completeButMissing, .paused, .failed].contains(kind) && v == version)
+            let report = try await library.completion(of: version)
+            #expect(w.file(report.mediaPath) == w.media["def456"])
+            #expect(library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "def456"))
+        }
+        // Never a request for the film to open it.
+        if kind == .completeOpens { #expect(w.origin.requests.filter { $0.path == path }.count == 1) }
+    }
+
+    /// Off by default, as the seed says: a paused version's bytes are kept only when asked.
+    @Test func aStoppedVersionResumesItsBytesOnlyWhenAsked() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        let version = MediaVersion(itemId: "abc123", versionId: "def456")
+        w.throttle("/Items/def456/Download", 100_000)
+        _ = try await w.library.start(itemId: "abc123", versionId: "def456")
+        #expect(try await eventually { try await w.library.inFlight().first?.bytesReceived ?? 0 > 0 })
+        try await w.library.pause(version)
+        w.origin.setFault(nil, for: "/Items/def456/Download")
+        w.origin.clearRequests()
+        #expect(try await w.library.pressDownload(itemId: "abc123", versionId: "def456", resumingStopped: true) == .downloadStarted(version))
+        _ = try await w.library.completion(of: version)
+        let resumed = try #require(w.origin.requests.first { $0.path == "/Items/def456/Download" })
+        #expect(resumed.range?.hasPrefix("bytes=") == true && resumed.range != "bytes=0-")
+    }
+
+    /// "Clear data": the version's file, subtitles and entry go; the other version stays.
+    @Test func clearDataRemovesOneVersion() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        _ = try await w.library.download(itemId: "abc123", versionId: "def456")
+        _ = try await w.library.download(itemId: "abc123", versionId: "ghi789")
+        try await w.library.clearData(MediaVersion(itemId: "abc123", versionId: "def456"))
+        #expect(!w.library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "def456"))
+        #expect(w.library.isItemVersionDownloaded(itemId: "abc123", mediaSourceId: "ghi789"))
+        #expect(try w.metadata("abc123/metadata.json").versions.map(\.versionId) == ["ghi789"])
+        try await w.library.clearData(MediaVersion(itemId: "abc123", versionId: "def456"))   // nothing left: no error
+    }
+}
