@@ -8,7 +8,14 @@ extension AttachmentQueue {
     /// Reconciles the app's current set of referenced attachments with the queue (seed 001):
     /// queues downloads, archives, restores, and expires the archive cache. The set is kept
     /// and re-applied after each sync pass (see ``Reconciler``).
-    public func reconcile(_ watched: [WatchedAttachmentItem]) async throws {
+    public func reconcile(_ items: [WatchedAttachmentItem]) async throws {
+        var named = items
+        if let strategy = options.strategy {
+            for i in named.indices where named[i].filename?.isEmpty ?? true {
+                named[i].filename = strategy.resolveNewAttachmentFilename(attachmentId: named[i].id, fileExtension: named[i].fileExtension)
+            }
+        }
+        let watched = named
         lastWatchedIDs = Set(watched.map(\.id))
         let table = self.table
         let storage = self.localStorage

@@ -55,6 +55,8 @@ public actor AttachmentQueue {
     var handOffReported: [String: Int64] = [:]
     /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.
     var stopped = true
+    /// The watched attachments given to PowerSync's initializer, reconciled by ``startSync()``.
+    let watchedSource: WatchedSource?
 
     /// Makes a queue over the app's database.
     /// - Parameters:
@@ -79,6 +81,16 @@ public actor AttachmentQueue {
     public init(database: any DatabaseWriter, directory: URL, remoteStorage: any RemoteStorage, errorHandler: (any SyncErrorHandler)? = nil,
                 options: AttachmentQueueOptions = AttachmentQueueOptions(), transport: (any HTTPTransport)? = nil, downloader: Downloader? = nil,
                 logger: Logger = Logger(label: "courier.attachments"), localStorage: (any LocalStorage)? = nil) throws {
+        try self.init(database: database, directory: directory, remoteStorage: remoteStorage, errorHandler: errorHandler, options: options,
+                      transport: transport, downloader: downloader, logger: logger, localStorage: localStorage, watchedAttachments: nil)
+    }
+
+    /// The initializer; `watchedAttachments`: what ``startSync()`` reconciles (PowerSync's
+    /// initializer gives it).
+    init(database: any DatabaseWriter, directory: URL, remoteStorage: any RemoteStorage, errorHandler: (any SyncErrorHandler)?,
+         options: AttachmentQueueOptions, transport: (any HTTPTransport)? = nil, downloader: Downloader? = nil,
+         logger: Logger = Logger(label: "courier.attachments"), localStorage: (any LocalStorage)? = nil, watchedAttachments: WatchedSource?) throws {
+        self.watchedSource = watchedAttachments
         let shared = downloader
         self.writer = MappedWriter(database)
         self.directory = directory.standardizedFileURL
@@ -124,6 +136,11 @@ public actor AttachmentQueue {
     /// change to the queue, and every ``AttachmentQueueOptions/syncInterval``.
     public func startSync<S: AsyncSequence & Sendable>(watching watched: S) async throws where S.Element == [WatchedAttachmentItem] {
         try await startCommon()
+        watch(watched)
+    }
+
+    /// Reconciles each emission of `watched` until syncing stops.
+    private func watch<S: AsyncSequence & Sendable>(_ watched: S) where S.Element == [WatchedAttachmentItem] {
         background.append(Task { [weak self] in
             do {
                 for try await items in watched {
@@ -136,10 +153,12 @@ public actor AttachmentQueue {
         })
     }
 
-    /// Starts syncing without a watched query (uploads and deletes, and reconciling that
+    /// Starts syncing: with the watched attachments PowerSync's initializer was given,
+    /// as ``startSync(watching:)`` does; without, uploads and deletes (and the reconciling
     /// the app does with ``reconcile(_:)``).
     public func startSync() async throws {
         try await startCommon()
+        if let watchedSource { watch(watchedSource()) }
     }
 
     func startCommon() async throws {

@@ -34,6 +34,10 @@ public struct AttachmentQueueOptions: Sendable {
     /// never), so the bucket does not keep paying for parts nobody will complete.
     public var abandonedUploadAge: TimeInterval? = 7 * 24 * 3600
 
+    /// What PowerSync's subclasses change (``AttachmentQueueStrategy``): the file name of a
+    /// watched item that names none. `nil`: PowerSync's defaults.
+    public var strategy: (any AttachmentQueueStrategy)? = nil
+
     /// The defaults.
     public init() {}
 }

@@ -5,17 +5,41 @@ import Foundation
 /// its `RemoteStorageAdapter`: bring such an adapter over unchanged, and wrap it in a
 /// ``DataRemoteStorage``.
 public protocol DataRemoteStorageAdapter: Sendable {
-    /// Sends the attachment's bytes.
+    /// Sends the attachment's bytes (PowerSync's SDK spells it so). Implement this one or
+    /// ``uploadFile(data:attachment:)``: each defaults to the other.
     /// - Parameters:
     ///   - fileData: the whole file.
     ///   - attachment: its record.
     func uploadFile(fileData: Data, attachment: Attachment) async throws
+    /// Sends the attachment's bytes, as seed 001's example spells it.
+    func uploadFile(data: Data, attachment: Attachment) async throws
     /// Returns the attachment's bytes.
     /// - Parameter attachment: its record.
     func downloadFile(attachment: Attachment) async throws -> Data
     /// Deletes the attachment remotely.
     /// - Parameter attachment: its record.
     func deleteFile(attachment: Attachment) async throws
+}
+
+extension DataRemoteStorageAdapter {
+    public func uploadFile(fileData: Data, attachment: Attachment) async throws {
+        try await UploadSpelling.either { try await uploadFile(data: fileData, attachment: attachment) }
+    }
+    public func uploadFile(data: Data, attachment: Attachment) async throws {
+        try await UploadSpelling.either { try await uploadFile(fileData: data, attachment: attachment) }
+    }
+}
+
+/// The two spellings of an adapter's upload default to each other; an adapter that
+/// implements neither fails with a code instead of recursing without end.
+enum UploadSpelling {
+    @TaskLocal static var inDefault = false
+    static func either(_ other: () async throws -> Void) async throws {
+        guard !inDefault else {
+            throw CourierError(.invalidArgument, "the remote storage adapter implements neither uploadFile(fileData:attachment:) nor uploadFile(data:attachment:)")
+        }
+        try await $inDefault.withValue(true) { try await other() }
+    }
 }
 
 /// A ``RemoteStorage`` over a ``DataRemoteStorageAdapter``: an upload reads the file into

@@ -10,6 +10,7 @@ actor MemoryDataAdapter: DataRemoteStorageAdapter {
     var unreachable = false
 
     func setUnreachable(_ value: Bool) { unreachable = value }
+    func put(_ name: String, _ data: Data) { files[name] = data }
 
     func uploadFile(fileData: Data, attachment: Attachment) async throws {
         calls += 1
