@@ -60,7 +60,7 @@ extension AttachmentQueue {
     /// PowerSync's initializer (seed 001): the app's database, the attachments directory
     /// as a path, a `Data`-based remote storage, and the watched attachments, reconciled by
     /// ``startSync()``. The watched sequence is iterated anew each time syncing starts
-    /// (``DatabaseWriter/watch(options:)`` makes one that can be).
+    /// (`DatabaseWriter.watch(options:)` makes one that can be).
     public init<S: AsyncSequence & Sendable>(db: any DatabaseWriter, attachmentsDirectory: String, remoteStorage: any RemoteStorageAdapter,
                                              watchedAttachments: S, errorHandler: (any SyncErrorHandler)? = nil,
                                              archivedCacheLimit: Int = 100, syncInterval: TimeInterval = 30,

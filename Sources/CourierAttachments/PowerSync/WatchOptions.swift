@@ -3,7 +3,7 @@ import Foundation
 import GRDB
 
 /// PowerSync's `WatchOptions`: a query, its parameters, and a mapper from each row
-/// (``SqlCursor``) to a value. ``DatabaseWriter/watch(options:)`` observes it.
+/// (``SqlCursor``) to a value. `DatabaseWriter.watch(options:)` observes it.
 public struct WatchOptions<RowType: Sendable>: Sendable {
     /// The query.
     public var sql: String

@@ -9,7 +9,7 @@ public enum ICloudStatus {
     /// - An error: `NSUbiquitousFileUnavailableError` (not uploaded yet by the device that
     ///   made it) is a wait, not a failure: *not downloaded*, so the watchdog triggers again.
     ///   Cocoa's file-not-found errors get their codes; anything else stays the system's:
-    ///   `E_SYSTEM` with its domain and code in ``CourierError/system`` (and its text).
+    ///   `E_SYSTEM` with its domain and code in `CourierError.system` (and its text).
     /// - *current* is current (100 %); *downloaded* (a newer version exists) and *not
     ///   downloaded* are *downloading* while the index says a transfer runs, else *not
     ///   downloaded*. The percent is passed on as it is: it may jump from 0 to 100.

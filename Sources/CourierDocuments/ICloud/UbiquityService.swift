@@ -81,7 +81,7 @@ public struct UbiquityError: Sendable, Equatable {
         self.underlying = underlying
     }
 
-    /// The domain and codes, as Courier reports the system's own error (``CourierError/system``).
+    /// The domain and codes, as Courier reports the system's own error (`CourierError.system`).
     public var system: SystemError {
         SystemError(domain: domain, code: code, underlyingDomain: underlying?.domain, underlyingCode: underlying?.code)
     }
