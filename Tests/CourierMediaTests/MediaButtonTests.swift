@@ -79,6 +79,41 @@ import Testing
         #expect(resumed.range?.hasPrefix("bytes=") == true && resumed.range != "bytes=0-")
     }
 
+    /// A press that cannot download (the server unreachable) destroys nothing: the paused
+    /// version keeps its bytes and its record. And rule 7 reaches an engine record left with
+    /// no job (a kill inside a cancel): the next press starts from zero, not from its bytes.
+    @Test func aPressThatCannotDownloadKeepsWhatIsThereAndRule7ReachesOrphans() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        let version = MediaVersion(itemId: "abc123", versionId: "def456")
+        let taskId = MediaJob.taskId(version)
+        w.throttle("/Items/def456/Download", 100_000)
+        _ = try await w.library.start(itemId: "abc123", versionId: "def456")
+        #expect(try await eventually { try await w.library.inFlight().first?.bytesReceived ?? 0 > 0 })
+        try await w.library.pause(version)
+        let partial = try #require(w.library.jobs.load(taskId)).plannedPath + ".partial"
+        let kept = MediaLibrary.fileSize(w.root.appendingPathComponent(partial))
+        #expect(kept > 0)
+        await w.library.shutdown()
+        let offline = try MediaLibrary(root: w.root, server: try JellyfinServer(baseURL: "http://127.0.0.1:9/", token: nil),
+                                       database: try CourierDatabase(path: w.base.appendingPathComponent("courier.sqlite").path))
+        await #expect(throws: CourierError.self) { try await offline.pressDownload(itemId: "abc123", versionId: "def456") }
+        #expect(MediaLibrary.fileSize(w.root.appendingPathComponent(partial)) == kept)
+        #expect(try await offline.downloader.record(id: taskId)?.state == .paused)
+        await offline.shutdown()
+
+        // The cancel's first step, then a kill: a record and its bytes, no job.
+        let library = try w.makeLibrary()
+        library.jobs.remove(taskId)
+        w.origin.setFault(nil, for: "/Items/def456/Download")
+        w.origin.clearRequests()
+        #expect(try await library.pressDownload(itemId: "abc123", versionId: "def456") == .downloadStarted(version))
+        let report = try await library.completion(of: version)
+        #expect(w.file(report.mediaPath) == w.media["def456"])
+        #expect(w.origin.requests.filter { $0.path == "/Items/def456/Download" }.allSatisfy { $0.range == nil || $0.range == "bytes=0-" })
+        await library.shutdown()
+    }
+
     /// "Clear data": the version's file, subtitles and entry go; the other version stays.
     @Test func clearDataRemovesOneVersion() async throws {
         let w = try await MediaWorld()

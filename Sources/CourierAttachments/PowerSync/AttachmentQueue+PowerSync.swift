@@ -60,14 +60,16 @@ extension AttachmentQueue {
     /// PowerSync's initializer (seed 001): the app's database, the attachments directory
     /// as a path, a `Data`-based remote storage, and the watched attachments, reconciled by
     /// ``startSync()``. The watched sequence is iterated anew each time syncing starts
-    /// (`DatabaseWriter.watch(options:)` makes one that can be).
+    /// (`DatabaseWriter.watch(options:)` makes one that can be; a single-pass stream, such
+    /// as an `AsyncStream`, ends with the first ``stopSync()``, and a later start watches
+    /// nothing: give a query, or ``startSync(watching:)`` a new stream each time).
     public init<S: AsyncSequence & Sendable>(db: any DatabaseWriter, attachmentsDirectory: String, remoteStorage: any RemoteStorageAdapter,
                                              watchedAttachments: S, errorHandler: (any SyncErrorHandler)? = nil,
                                              archivedCacheLimit: Int = 100, syncInterval: TimeInterval = 30,
                                              strategy: (any AttachmentQueueStrategy)? = nil) throws where S.Element == [WatchedAttachmentItem] {
         var options = AttachmentQueueOptions()
         options.archivedCacheLimit = archivedCacheLimit
-        options.syncInterval = .milliseconds(Int64(max(0, syncInterval) * 1000))
+        options.syncInterval = syncInterval.isFinite && syncInterval > 0 ? .milliseconds(Int64(min(syncInterval, 365 * 86_400) * 1000)) : .zero   // 0, negative or not a number: no timer
         options.strategy = strategy
         try self.init(database: db, directory: URL(fileURLWithPath: attachmentsDirectory), remoteStorage: DataRemoteStorage(wrapping: remoteStorage),
                       errorHandler: errorHandler, options: options, watchedAttachments: Self.restartable(watchedAttachments))

@@ -23,22 +23,24 @@ public protocol DataRemoteStorageAdapter: Sendable {
 
 extension DataRemoteStorageAdapter {
     public func uploadFile(fileData: Data, attachment: Attachment) async throws {
-        try await UploadSpelling.either { try await uploadFile(data: fileData, attachment: attachment) }
+        try await UploadSpelling.either(Self.self) { try await uploadFile(data: fileData, attachment: attachment) }
     }
     public func uploadFile(data: Data, attachment: Attachment) async throws {
-        try await UploadSpelling.either { try await uploadFile(fileData: data, attachment: attachment) }
+        try await UploadSpelling.either(Self.self) { try await uploadFile(fileData: data, attachment: attachment) }
     }
 }
 
 /// The two spellings of an adapter's upload default to each other; an adapter that
-/// implements neither fails with a code instead of recursing without end.
+/// implements neither fails with a code instead of recursing without end. Kept per adapter
+/// type: one that forwards to another adapter through the other spelling is no loop.
 enum UploadSpelling {
-    @TaskLocal static var inDefault = false
-    static func either(_ other: () async throws -> Void) async throws {
-        guard !inDefault else {
-            throw CourierError(.invalidArgument, "the remote storage adapter implements neither uploadFile(fileData:attachment:) nor uploadFile(data:attachment:)")
+    @TaskLocal static var inDefault: Set<ObjectIdentifier> = []
+    static func either(_ adapter: Any.Type, _ other: () async throws -> Void) async throws {
+        let key = ObjectIdentifier(adapter)
+        guard !inDefault.contains(key) else {
+            throw CourierError(.invalidArgument, "the remote storage adapter \(adapter) implements neither uploadFile(fileData:attachment:) nor uploadFile(data:attachment:)")
         }
-        try await $inDefault.withValue(true) { try await other() }
+        try await $inDefault.withValue(inDefault.union([key])) { try await other() }
     }
 }
 

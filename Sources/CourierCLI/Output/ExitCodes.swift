@@ -22,7 +22,7 @@ enum ExitCodes {
           3    network or HTTP failure (E_NETWORK, E_CONNECTION_REFUSED, E_TIMEOUT, E_TLS, E_HTTP_4XX, E_HTTP_5XX, E_ACCESS_DENIED, E_PROTOCOL, redirects;
                a remote storage's refusal: E_REMOTE_STORAGE, E_REMOTE_NOT_FOUND)
           4    integrity failure (E_CHECKSUM_MISMATCH, E_SIZE_MISMATCH, E_BODY_TOO_LONG, E_NOT_MEDIA)
-          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING)
+          5    disk or file failure (E_NO_SPACE, E_FNF, E_FNF_READ, E_FNF_WRITE, E_PERMISSION, E_READ, E_WRITE, E_ENCODING, E_SYSTEM)
           6    no such download (E_NOT_FOUND)
           7    the download is running in another process (E_LEASED)
          64    usage error (bad flags, invalid URL, path or id; E_URL_NEEDED: give the URL again)
@@ -38,7 +38,7 @@ enum ExitCodes {
             return network
         case .checksumMismatch, .sizeMismatch, .bodyTooLong, .notMedia:
             return integrity
-        case .noSpace, .fileNotFound, .fileRead, .fileWrite, .permissionDenied, .readFailed, .writeFailed, .invalidEncoding:
+        case .noSpace, .fileNotFound, .fileRead, .fileWrite, .permissionDenied, .readFailed, .writeFailed, .invalidEncoding, .system:
             return storage
         case .notFound:
             return notFound
@@ -60,7 +60,7 @@ func failure(_ error: CourierError, json: Bool = false) -> ExitCode {
     // stderr first: a stdout that cannot take the JSON ends the process (Terminal.raw), and
     // the error it was reporting is then already said.
     Terminal.error("courier: \(error.code.rawValue): \(error.message)")
-    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message)) }   // encoding a plain struct: cannot fail
+    if json { try? printJSON(JSONFailure(code: error.code.rawValue, message: error.message, system: error.system)) }   // encoding a plain struct: cannot fail
     return ExitCode(ExitCodes.code(for: error.code))
 }
 
@@ -69,4 +69,6 @@ struct JSONFailure: Encodable {
     var ok = false
     var code: String
     var message: String
+    /// The system's own error (domain and code) behind an `E_SYSTEM` one.
+    var system: SystemError?
 }

@@ -30,7 +30,7 @@ extension MediaLibrary {
                               resumingStopped: Bool = false,
                               opens: @Sendable (URL) throws -> Void = DownloadButton.defaultOpen) async throws -> MediaButtonAction {
         try checkOpen()
-        let version = try await buttonVersion(itemId: itemId, versionId: versionId, options: options)
+        let (version, source) = try await buttonVersion(itemId: itemId, versionId: versionId, options: options)
         switch DownloadButtonRules.decide(try await buttonHolding(version), opens: opens) {
         case let .open(file): return .open(file)
         case let .error(error): return .error(error)
@@ -40,9 +40,11 @@ extension MediaLibrary {
                 try await resume(version)
                 return .downloadStarted(version)
             }
+            // Planned before anything is cleared: a press that cannot download (no server,
+            // no such version) destroys nothing.
+            _ = try await plan(itemId: itemId, versionId: source, options: options)
             try await clearData(version)
-            let started = try await start(itemId: itemId, versionId: versionId ?? (version.versionId == itemId ? nil : version.versionId), options: options)
-            return .downloadStarted(started)
+            return .downloadStarted(try await start(itemId: itemId, versionId: source, options: options))
         }
     }
 
@@ -51,7 +53,10 @@ extension MediaLibrary {
     /// clear is no error.
     public func clearData(_ version: MediaVersion) async throws {
         try checkOpen()
-        do { try await cancel(version) } catch let error as CourierError where error.code == .notFound {}   // nothing in flight
+        do { try await cancel(version) } catch let error as CourierError where error.code == .notFound {
+            // No job: an engine record may still be there (a kill between a cancel's two steps).
+            do { try await downloader.cancel(id: MediaJob.taskId(version)) } catch let error as CourierError where error.code == .notFound {}   // none: nothing in flight
+        }
         try await changingMetadata {
             let store = MetadataStore(root: root)
             guard let folder = store.folder(holding: version.itemId) else { return }
@@ -71,7 +76,11 @@ extension MediaLibrary {
         if let job = jobs.load(taskId), !finishedBy(job) {
             switch try await downloader.record(id: taskId)?.state {
             case .paused?, .failed?: return .stopped
-            case nil: return finishers[taskId] != nil ? .inProgress : .stopped   // a job nothing runs (a kill before its record): start over
+            case nil:
+                // Between its job and its record (being started, here or in another process),
+                // or a job nothing runs (a kill before its record): start over.
+                let starting = finishers[taskId] != nil || Date().timeIntervalSince(job.createdAt) < Self.startingWindow
+                return starting ? .inProgress : .stopped
             case .queued?, .downloading?, .handedOff?, .completed?: return .inProgress   // completed: being finished
             }
         }
@@ -80,16 +89,26 @@ extension MediaLibrary {
         return .complete(file: root.appendingPathComponent(MediaLayout.downloads), present: false)
     }
 
-    /// The version a press means: the one named (with the transcoding's suffix), else the
-    /// item's only version in the library or in flight, else the server's first source.
-    func buttonVersion(itemId: String, versionId: String?, options: MediaDownloadOptions) async throws -> MediaVersion {
+    /// How long a job with no record yet counts as being started (its record follows).
+    static let startingWindow: TimeInterval = 60
+
+    /// The version a press means, and its media source (`nil`: the item's own): the one
+    /// named (with the transcoding's suffix), else the item's only version of the same kind
+    /// (static, or transcoded alike) in the library or in flight, else the server's first.
+    func buttonVersion(itemId: String, versionId: String?, options: MediaDownloadOptions) async throws -> (MediaVersion, source: String?) {
         let item = try MediaLayout.component(itemId)
         let suffix = options.transcoding.map { "-\($0.versionSuffix)" } ?? ""
-        if let versionId { return MediaVersion(itemId: item, versionId: try MediaLayout.component(versionId, "version id") + suffix) }
-        let known = Set(MetadataStore(root: root).versions(forItem: item).filter { $0.itemId ?? item == item }.map(\.versionId)
-                        + jobs.all().filter { $0.version.itemId == item }.map(\.version.versionId))
-        if known.count == 1, let only = known.first { return MediaVersion(itemId: item, versionId: only) }
-        let source = try await server.item(id: item).mediaSources?.first?.id ?? item
-        return MediaVersion(itemId: item, versionId: try MediaLayout.component(source, "version id") + suffix)
+        if let versionId { return (MediaVersion(itemId: item, versionId: try MediaLayout.component(versionId, "version id") + suffix), versionId) }
+        let transcoded = options.transcoding != nil
+        var known: [String: String?] = [:]   // version id → media source id
+        for entry in MetadataStore(root: root).versions(forItem: item) where entry.itemId ?? item == item && entry.isStatic != transcoded && entry.versionId.hasSuffix(suffix) {
+            known[entry.versionId] = entry.mediaSourceId
+        }
+        for job in jobs.all() where job.version.itemId == item && (job.options.transcoding != nil) == transcoded && job.version.versionId.hasSuffix(suffix) {
+            known[job.version.versionId] = job.mediaSourceId
+        }
+        if known.count == 1, let (only, source) = known.first { return (MediaVersion(itemId: item, versionId: only), source) }
+        let source = try await server.item(id: item).mediaSources?.first?.id
+        return (MediaVersion(itemId: item, versionId: try MediaLayout.component(source ?? item, "version id") + suffix), source)
     }
 }

@@ -53,7 +53,9 @@ extension MediaLibrary {
         if let age = age ?? abandonedAfter {
             let cutoff = Date().addingTimeInterval(-age.timeInterval)
             for job in inFlight {
-                guard let record = libraryRecords.first(where: { $0.id == job.taskId }), [.paused, .failed].contains(record.state), record.updatedAt < cutoff else { continue }
+                guard let listed = libraryRecords.first(where: { $0.id == job.taskId }), [.paused, .failed].contains(listed.state), listed.updatedAt < cutoff,
+                      // Read again just before: resumed meanwhile (here or elsewhere), it stays.
+                      let record = try await downloader.record(id: job.taskId), [.paused, .failed].contains(record.state), record.updatedAt < cutoff else { continue }
                 let bytes = [job.plannedPath + ".partial", job.plannedPath].reduce(Int64(0)) { $0 + Self.fileSize(root.appendingPathComponent($1)) }
                 do {
                     try await cancel(job.version)
@@ -65,7 +67,9 @@ extension MediaLibrary {
         // The library's records that no version owns (a kill between a cancel's two steps):
         // not completed ones (a finished file is the library's), not one running.
         let jobIds = Set(jobs.all().map(\.taskId))
-        for record in libraryRecords where record.id.hasPrefix("media:") && !jobIds.contains(record.id) && [.queued, .paused, .failed].contains(record.state) {
+        for listed in libraryRecords where listed.id.hasPrefix("media:") && !jobIds.contains(listed.id) && [.queued, .paused, .failed].contains(listed.state) {
+            // Read again just before: a version started meanwhile has its job again.
+            guard jobs.load(listed.id) == nil, let record = try await downloader.record(id: listed.id), [.queued, .paused, .failed].contains(record.state) else { continue }
             let partial = engineRoot.appendingPathComponent(record.partialPath)
             let bytes = Self.fileSize(partial)
             do {
@@ -75,15 +79,20 @@ extension MediaLibrary {
             } catch let error as CourierError where error.code == .notFound {}   // gone meanwhile
         }
 
-        // Orphaned files: owned by no job (its planned file and partial) and no record.
-        var owned = Set<String>()
-        for job in jobs.all() {
-            for path in [job.plannedPath, job.plannedPath + ".partial"] { owned.insert(root.appendingPathComponent(path).standardizedFileURL.path) }
-        }
-        for record in try await downloader.database.allRecords() {
-            for path in [record.partialPath, record.localFinalPath] { owned.insert(engineRoot.appendingPathComponent(path).standardizedFileURL.path) }
-        }
+        // Orphaned files: owned by no job (its planned file and partial) and no record. The
+        // owners are read under the library's lock, with no suspension between that read
+        // and the deletions (no start of this library slips in; another process's start
+        // would have to save its job and record within those microseconds).
+        let database = downloader.database
         try await changingMetadata {
+            var owned = Set<String>()
+            for job in jobs.all() {
+                for path in [job.plannedPath, job.plannedPath + ".partial"] { owned.insert(root.appendingPathComponent(path).standardizedFileURL.path) }
+            }
+            let records = try database.writer.read { db in try DownloadRecord.fetchAll(db) }
+            for record in records {
+                for path in [record.partialPath, record.localFinalPath] { owned.insert(engineRoot.appendingPathComponent(path).standardizedFileURL.path) }
+            }
             for file in candidates where !owned.contains(file.url.standardizedFileURL.path) {
                 // The very file listed (a new one of the same name may have replaced it).
                 guard Self.identity(file.url) == file.identity else { continue }

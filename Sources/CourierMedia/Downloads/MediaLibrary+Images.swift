@@ -61,7 +61,10 @@ extension MediaLibrary {
             } catch {
                 try? await downloader.cancel(id: id)   // an image is small and fetched again next time: no failed record stays behind
                 lastError = error
-                if Task.isCancelled { break }
+                // The next source only when this one has no such image: a passing failure
+                // (the network) must not keep another item's picture for good.
+                let status = (error as? CourierError)?.httpStatus
+                guard !Task.isCancelled, status == 404 || status == 410 else { break }
             }
         }
         if let lastError { throw lastError }
