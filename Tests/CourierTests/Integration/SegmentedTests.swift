@@ -109,6 +109,23 @@ import CourierOrigin
         }
     }
 
+    /// A 3 MB file in three ranges, each stalled after some bytes and saved, the downloader
+    /// shut down; then the file "changes" (its ETag differs from the one the ranges started
+    /// with, for the next three requests), so the ranges' replies are 200s. Returns its bytes.
+    private func threeRangesThenAChangedFile(_ fx: Fixture) async throws -> Data {
+        let data = try fx.serve("big.bin", size: 3_000_000)
+        var stall = Fault(); stall.stallAfterBytes = 200_000   // no range can finish first
+        fx.origin.setFault(stall, for: "/big.bin")
+        let first = try segmentedDownloader(fx, idleTimeout: .seconds(120))
+        try await first.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
+        let db = try fx.database()
+        #expect(try await eventually(timeout: .seconds(60)) { try await db.segments(id: "big").filter { $0.received > 0 }.count == 3 })
+        await first.shutdown()
+        var changed = Fault(); changed.changeETag = true; changed.times = 3
+        fx.origin.setFault(changed, for: "/big.bin")
+        return data
+    }
+
     /// Found as a flake of the test below (CI on 85790dc: the file completed with no request
     /// from byte 0). A restart from zero forgot the ranges in one write and deleted the file
     /// after it, and reset the record in a third: a stop between the first two left a
@@ -118,17 +135,7 @@ import CourierOrigin
     /// window every time (``DownloaderConfiguration/duringRestart``).
     @Test(.timeLimit(.minutes(1))) func aStopDuringARestartNeverLeavesAPartialTrustedByItsLength() async throws {
         try await withFixture { fx in
-            let data = try fx.serve("big.bin", size: 3_000_000)
-            var stall = Fault(); stall.stallAfterBytes = 200_000
-            fx.origin.setFault(stall, for: "/big.bin")
-            let first = try segmentedDownloader(fx, idleTimeout: .seconds(120))
-            try await first.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
-            let db = try fx.database()
-            #expect(try await eventually(timeout: .seconds(60)) { try await db.segments(id: "big").filter { $0.received > 0 }.count == 3 })
-            await first.shutdown()
-            // The file changes: the ranges' replies are 200s, and the run restarts from zero.
-            var changed = Fault(); changed.changeETag = true; changed.times = 3
-            fx.origin.setFault(changed, for: "/big.bin")
+            let data = try await threeRangesThenAChangedFile(fx)
             let inRestart = AsyncStream<Void>.makeStream()
             let second = try fx.downloader {
                 $0.minSegmentSize = 256 << 10; $0.segmentBufferSize = 64 << 10; $0.progressPersistInterval = .milliseconds(200)
@@ -150,17 +157,7 @@ import CourierOrigin
 
     @Test func aFileChangedMidwayRestartsTheWholeDownload() async throws {
         try await withFixture { fx in
-            let data = try fx.serve("big.bin", size: 3_000_000)
-            var stall = Fault(); stall.stallAfterBytes = 200_000   // no range can finish first
-            fx.origin.setFault(stall, for: "/big.bin")
-            let first = try segmentedDownloader(fx, idleTimeout: .seconds(120))
-            try await first.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
-            let db = try fx.database()
-            #expect(try await eventually(timeout: .seconds(60)) { try await db.segments(id: "big").filter { $0.received > 0 }.count == 3 })
-            await first.shutdown()
-            // The file "changes": its ETag differs from the one the ranges started with.
-            var changed = Fault(); changed.changeETag = true; changed.times = 3
-            fx.origin.setFault(changed, for: "/big.bin")
+            let data = try await threeRangesThenAChangedFile(fx)
             fx.origin.clearRequests()
             let second = try segmentedDownloader(fx)
             try await second.resumePendingDownloads()
