@@ -59,20 +59,38 @@ public func createAttachmentTable(name: String = "attachments") throws -> Attach
 extension AttachmentQueue {
     /// PowerSync's initializer (seed 001): the app's database, the attachments directory
     /// as a path, a `Data`-based remote storage, and the watched attachments, reconciled by
-    /// ``startSync()``. The watched sequence is iterated anew each time syncing starts
-    /// (`DatabaseWriter.watch(options:)` makes one that can be; a single-pass stream, such
-    /// as an `AsyncStream`, ends with the first ``stopSync()``, and a later start watches
-    /// nothing: give a query, or ``startSync(watching:)`` a new stream each time).
+    /// ``startSync()``. The watched sequence is iterated anew each time syncing starts (a
+    /// single-pass stream, such as an `AsyncStream`, ends with the first ``stopSync()``,
+    /// and a later start watches nothing: give `db.watch(options:)`'s query, or
+    /// ``startSync(watching:)`` a new stream each time).
     public init<S: AsyncSequence & Sendable>(db: any DatabaseWriter, attachmentsDirectory: String, remoteStorage: any RemoteStorageAdapter,
                                              watchedAttachments: S, errorHandler: (any SyncErrorHandler)? = nil,
                                              archivedCacheLimit: Int = 100, syncInterval: TimeInterval = 30,
                                              strategy: (any AttachmentQueueStrategy)? = nil) throws where S.Element == [WatchedAttachmentItem] {
         var options = AttachmentQueueOptions()
         options.archivedCacheLimit = archivedCacheLimit
-        options.syncInterval = syncInterval.isFinite && syncInterval > 0 ? .milliseconds(Int64(min(syncInterval, 365 * 86_400) * 1000)) : .zero   // 0, negative or not a number: no timer
+        options.syncInterval = Self.interval(syncInterval)
         options.strategy = strategy
         try self.init(database: db, directory: URL(fileURLWithPath: attachmentsDirectory), remoteStorage: DataRemoteStorage(wrapping: remoteStorage),
                       errorHandler: errorHandler, options: options, watchedAttachments: Self.restartable(watchedAttachments))
+    }
+
+    /// PowerSync's initializer with its watched query (`db.watch(options:)`), observed anew
+    /// each time syncing starts.
+    public init(db: any DatabaseWriter, attachmentsDirectory: String, remoteStorage: any RemoteStorageAdapter,
+                watchedAttachments: WatchedQuery<WatchedAttachmentItem>, errorHandler: (any SyncErrorHandler)? = nil,
+                archivedCacheLimit: Int = 100, syncInterval: TimeInterval = 30, strategy: (any AttachmentQueueStrategy)? = nil) throws {
+        var options = AttachmentQueueOptions()
+        options.archivedCacheLimit = archivedCacheLimit
+        options.syncInterval = Self.interval(syncInterval)
+        options.strategy = strategy
+        try self.init(database: db, directory: URL(fileURLWithPath: attachmentsDirectory), remoteStorage: DataRemoteStorage(wrapping: remoteStorage),
+                      errorHandler: errorHandler, options: options, watchedAttachments: { watchedAttachments.values() })
+    }
+
+    /// PowerSync's interval in seconds: 0, negative or not a number is no timer.
+    static func interval(_ seconds: TimeInterval) -> Duration {
+        seconds.isFinite && seconds > 0 ? .milliseconds(Int64(min(seconds, 365 * 86_400) * 1000)) : .zero
     }
 
     /// PowerSync's initializer without a watched query (the seed's error-handling example):

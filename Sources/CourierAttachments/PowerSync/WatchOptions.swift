@@ -68,26 +68,30 @@ public struct SqlCursor {
     private static func missing(_ name: String) -> CourierError { CourierError(.invalidArgument, "column \(name) is NULL") }
 }
 
-/// A watched query: each change to the tables it reads emits every row, mapped. It can be
-/// iterated more than once (each iteration observes anew), so a queue that stops and
-/// starts syncing watches again.
-public struct WatchedQuery<RowType: Sendable>: AsyncSequence, Sendable {
-    public typealias Element = [RowType]
+/// A watched query: each change to the tables it reads emits every row, mapped. Each call
+/// of ``values()`` observes anew, so a queue that stops and starts syncing watches again.
+public struct WatchedQuery<RowType: Sendable>: Sendable {
     let writer: any DatabaseWriter
     let options: WatchOptions<RowType>
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncValueObservation<[RowType]>.Iterator
-        public mutating func next() async throws -> [RowType]? { try await base.next() }
-    }
-
-    public func makeAsyncIterator() -> AsyncIterator {
-        let options = self.options
+    /// The rows, mapped, now and after each change, until the stream is dropped.
+    public func values() -> AsyncThrowingStream<[RowType], any Error> {
+        let options = self.options, writer = self.writer
         let arguments = StatementArguments(options.parameters.map { $0?.databaseValue ?? .null })
         let observation = ValueObservation.tracking { db in
             try Row.fetchAll(db, sql: options.sql, arguments: arguments).map { try options.mapper(SqlCursor(row: $0)) }
         }
-        return AsyncIterator(base: observation.values(in: writer).makeAsyncIterator())
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await rows in observation.values(in: writer) { continuation.yield(rows) }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 }
 
