@@ -122,7 +122,16 @@ import Testing
         print("endless: ranges cut every 128 KiB, over \(transport): \(run.requests.count) requests in \(run.took)")
         #expect(run.result.status == 0, "\(transport): \(run.result.stderr)")
         #expect(FileManager.default.contents(atPath: w.out.appendingPathComponent("f.bin").path) == body, "\(transport): wrong bytes")
-        #expect(run.requests.count == (total + cut - 1) / cut, "\(transport): \(run.requests.count) requests")
+        // One request per 128 KiB. Over AsyncHTTPClient an attempt may keep less than the
+        // server sent before it closed (its state machine drops body parts it had buffered:
+        // RELIABILITY.md, "Faults that repeat forever"), so under load a cut can cost one
+        // more request (11 for 10 in a loaded run, 2026-11-28); never over URLSession.
+        let least = (total + cut - 1) / cut
+        if transport == "nio" {
+            #expect((least...least + 3).contains(run.requests.count), "\(transport): \(run.requests.count) requests")
+        } else {
+            #expect(run.requests.count == least, "\(transport): \(run.requests.count) requests")
+        }
     }
 
     /// A server that closes its side after every reply without `Connection: close` (a
