@@ -114,6 +114,26 @@ import Testing
         await library.shutdown()
     }
 
+    /// A press names a version by its kind too: with only a transcoded copy in the library, a
+    /// press without transcoding means the static version (downloaded, the copy left alone),
+    /// and a press with the same transcoding opens the copy, offline.
+    @Test func aPressTellsStaticFromTranscoded() async throws {
+        let w = try await MediaWorld()
+        defer { Task { await w.close() } }
+        try w.addFile("def456.mp4", size: 100_000, folder: "transcoded")
+        let transcoding = MediaDownloadOptions(transcoding: TranscodeOptions(container: "mp4", videoCodec: "h264", audioCodec: "aac", maxBitrate: 2_000_000))
+        let copy = try await w.library.download(itemId: "abc123", versionId: "def456", options: transcoding)
+        let transcoded = MediaVersion(itemId: "abc123", versionId: copy.versionId)
+        w.origin.clearRequests()
+        #expect(try await w.library.pressDownload(itemId: "abc123", options: transcoding) == .open(w.root.appendingPathComponent(copy.mediaPath)))
+        #expect(w.origin.requests.isEmpty)
+        let plain = MediaVersion(itemId: "abc123", versionId: "def456")
+        #expect(try await w.library.pressDownload(itemId: "abc123") == .downloadStarted(plain))
+        let report = try await w.library.completion(of: plain)
+        #expect(w.file(report.mediaPath) == w.media["def456"])
+        #expect(w.library.mediaFile(for: transcoded) != nil)   // the copy stays
+    }
+
     /// "Clear data": the version's file, subtitles and entry go; the other version stays.
     @Test func clearDataRemovesOneVersion() async throws {
         let w = try await MediaWorld()

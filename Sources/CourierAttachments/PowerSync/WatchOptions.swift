@@ -81,17 +81,7 @@ public struct WatchedQuery<RowType: Sendable>: Sendable {
         let observation = ValueObservation.tracking { db in
             try Row.fetchAll(db, sql: options.sql, arguments: arguments).map { try options.mapper(SqlCursor(row: $0)) }
         }
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    for try await rows in observation.values(in: writer) { continuation.yield(rows) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: error)
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        return AttachmentQueue.stream(of: observation, in: writer)
     }
 }
 

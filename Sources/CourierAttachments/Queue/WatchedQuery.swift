@@ -16,10 +16,15 @@ extension AttachmentQueue {
         let observation = ValueObservation.tracking { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { WatchedAttachmentItem(row: $0, defaultExtension: defaultExtension) }
         }
-        return AsyncThrowingStream { continuation in
+        return stream(of: observation, in: writer)
+    }
+
+    /// An observation's values as a stream that ends its observation when dropped.
+    static func stream<T: Sendable>(of observation: ValueObservation<ValueReducers.Fetch<T>>, in writer: any DatabaseWriter) -> AsyncThrowingStream<T, any Error> {
+        AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    for try await items in observation.values(in: writer) { continuation.yield(items) }
+                    for try await value in observation.values(in: writer) { continuation.yield(value) }
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: error)
