@@ -92,13 +92,13 @@ import Testing
         #expect(try await eventually { try await w.library.inFlight().first?.bytesReceived ?? 0 > 0 })
         try await w.library.pause(version)
         let partial = try #require(w.library.jobs.load(taskId)).plannedPath + ".partial"
-        let kept = MediaLibrary.fileSize(w.root.appendingPathComponent(partial))
+        let kept = PartialFile.length(at: w.root.appendingPathComponent(partial))
         #expect(kept > 0)
         await w.library.shutdown()
         let offline = try MediaLibrary(root: w.root, server: try JellyfinServer(baseURL: "http://127.0.0.1:9/", token: nil),
                                        database: try CourierDatabase(path: w.base.appendingPathComponent("courier.sqlite").path))
         await #expect(throws: CourierError.self) { try await offline.pressDownload(itemId: "abc123", versionId: "def456") }
-        #expect(MediaLibrary.fileSize(w.root.appendingPathComponent(partial)) == kept)
+        #expect(PartialFile.length(at: w.root.appendingPathComponent(partial)) == kept)
         #expect(try await offline.downloader.record(id: taskId)?.state == .paused)
         await offline.shutdown()
 

@@ -44,7 +44,7 @@ import Testing
         try Data(count: 1_000).write(to: downloads.appendingPathComponent("gone1/.metadata.json.9f8e7d6c.tmp"))
         let recentPartial = try #require(w.library.jobs.load(MediaJob.taskId(recent))).plannedPath + ".partial"
         let oldPartial = try #require(w.library.jobs.load(MediaJob.taskId(old))).plannedPath + ".partial"
-        let oldBytes = MediaLibrary.fileSize(w.root.appendingPathComponent(oldPartial))
+        let oldBytes = PartialFile.length(at: w.root.appendingPathComponent(oldPartial))
         #expect(oldBytes > 0)
         let before = try w.library.size()
 

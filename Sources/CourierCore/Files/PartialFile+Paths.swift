@@ -48,7 +48,7 @@ extension PartialFile {
 
     /// The identity (device, inode) of the regular file at `url`, `nil` when there is none:
     /// tells whether a path still names the file this process put there.
-    static func identity(at url: URL) -> (device: UInt64, inode: UInt64)? {
+    package static func identity(at url: URL) -> (device: UInt64, inode: UInt64)? {
         var st = stat()
         guard lstat(url.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
         return (UInt64(st.st_dev), UInt64(st.st_ino))

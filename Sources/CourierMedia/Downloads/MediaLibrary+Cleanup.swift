@@ -44,19 +44,17 @@ extension MediaLibrary {
         // Files first, owners after: an owner is always made before its file.
         let candidates = Self.leftoverCandidates(in: downloads)
         let engineRoot = downloader.configuration.rootDirectory
-        let records = try await downloader.database.allRecords()
-        let library = ["media:", Self.subtitlePrefix, Self.imagePrefix]
-        let libraryRecords = records.filter { r in library.contains { r.id.hasPrefix($0) } }
+        let mediaRecords = try await downloader.database.allRecords().filter { $0.id.hasPrefix("media:") }
         let inFlight = jobs.all()
 
         // Paused or failed versions left too long: cancelled like any (their bytes go).
         if let age = age ?? abandonedAfter {
             let cutoff = Date().addingTimeInterval(-age.timeInterval)
             for job in inFlight {
-                guard let listed = libraryRecords.first(where: { $0.id == job.taskId }), [.paused, .failed].contains(listed.state), listed.updatedAt < cutoff,
+                guard let listed = mediaRecords.first(where: { $0.id == job.taskId }), [.paused, .failed].contains(listed.state), listed.updatedAt < cutoff,
                       // Read again just before: resumed meanwhile (here or elsewhere), it stays.
                       let record = try await downloader.record(id: job.taskId), [.paused, .failed].contains(record.state), record.updatedAt < cutoff else { continue }
-                let bytes = [job.plannedPath + ".partial", job.plannedPath].reduce(Int64(0)) { $0 + Self.fileSize(root.appendingPathComponent($1)) }
+                let bytes = [job.plannedPath + ".partial", job.plannedPath].reduce(Int64(0)) { $0 + PartialFile.length(at: root.appendingPathComponent($1)) }
                 do {
                     try await cancel(job.version)
                     report.abandonedVersions.append(job.version)
@@ -67,11 +65,10 @@ extension MediaLibrary {
         // The library's records that no version owns (a kill between a cancel's two steps):
         // not completed ones (a finished file is the library's), not one running.
         let jobIds = Set(jobs.all().map(\.taskId))
-        for listed in libraryRecords where listed.id.hasPrefix("media:") && !jobIds.contains(listed.id) && [.queued, .paused, .failed].contains(listed.state) {
+        for listed in mediaRecords where !jobIds.contains(listed.id) && [.queued, .paused, .failed].contains(listed.state) {
             // Read again just before: a version started meanwhile has its job again.
             guard jobs.load(listed.id) == nil, let record = try await downloader.record(id: listed.id), [.queued, .paused, .failed].contains(record.state) else { continue }
-            let partial = engineRoot.appendingPathComponent(record.partialPath)
-            let bytes = Self.fileSize(partial)
+            let bytes = PartialFile.length(at: engineRoot.appendingPathComponent(record.partialPath))
             do {
                 try await downloader.cancel(id: record.id)
                 report.orphanedRecords.append(record.id)
@@ -95,7 +92,7 @@ extension MediaLibrary {
             }
             for file in candidates where !owned.contains(file.url.standardizedFileURL.path) {
                 // The very file listed (a new one of the same name may have replaced it).
-                guard Self.identity(file.url) == file.identity else { continue }
+                guard let listed = file.identity, let now = PartialFile.identity(at: file.url), now == listed else { continue }
                 try removeFile(file.url)
                 report.removedFiles.append(try relativePath(file.url))
                 report.reclaimedBytes += file.size
@@ -110,9 +107,7 @@ extension MediaLibrary {
     }
 
     /// A file the sweep may delete, as it was when listed.
-    struct Leftover { let url: URL; let identity: FileIdentity?; let size: Int64 }
-    /// Device and inode: the same file, not only the same name.
-    struct FileIdentity: Equatable { let device: UInt64; let inode: UInt64 }
+    struct Leftover { let url: URL; let identity: (device: UInt64, inode: UInt64)?; let size: Int64 }
 
     /// Partial, incoming and old temporary files under `downloads`.
     static func leftoverCandidates(in downloads: URL) -> [Leftover] {
@@ -125,20 +120,8 @@ extension MediaLibrary {
             let name = url.lastPathComponent
             let leftover = name.hasSuffix(".partial") || name.hasSuffix(MediaLayout.incomingSuffix)
                 || name.hasPrefix(".") && name.hasSuffix(".tmp") && now.timeIntervalSince(values?.contentModificationDate ?? now) > temporaryFileGrace
-            if leftover { out.append(Leftover(url: url, identity: identity(url), size: fileSize(url))) }
+            if leftover { out.append(Leftover(url: url, identity: PartialFile.identity(at: url), size: PartialFile.length(at: url))) }
         }
         return out
-    }
-
-    static func identity(_ url: URL) -> FileIdentity? {
-        var info = stat()
-        guard stat(url.path, &info) == 0 else { return nil }
-        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
-    }
-
-    /// A file's length (0 when it is not there).
-    static func fileSize(_ url: URL) -> Int64 {
-        var info = stat()
-        return stat(url.path, &info) == 0 ? Int64(info.st_size) : 0
     }
 }

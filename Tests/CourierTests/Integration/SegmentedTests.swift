@@ -109,6 +109,12 @@ import CourierOrigin
         }
     }
 
+    /// Holds its task until it is cancelled (a stop landing in a hook's window).
+    static func untilCancelled() async {
+        let (held, _) = AsyncStream<Void>.makeStream()
+        for await _ in held {}   // an AsyncStream ends for a cancelled task
+    }
+
     /// A 3 MB file in three ranges, each stalled after some bytes and saved, the downloader
     /// shut down; then the file "changes" (its ETag differs from the one the ranges started
     /// with, for the next three requests), so the ranges' replies are 200s. Returns its bytes.
@@ -139,7 +145,7 @@ import CourierOrigin
             let inRestart = AsyncStream<Void>.makeStream()
             let second = try fx.downloader {
                 $0.minSegmentSize = 256 << 10; $0.segmentBufferSize = 64 << 10; $0.progressPersistInterval = .milliseconds(200)
-                $0.duringRestart = { inRestart.continuation.yield(); try? await Task.sleep(for: .seconds(3600)) }
+                $0.duringRestart = { inRestart.continuation.yield(); await Self.untilCancelled() }
             }
             try await second.resumePendingDownloads()
             var reached = inRestart.stream.makeAsyncIterator()
