@@ -63,11 +63,23 @@ public enum MediaLayout {
     public static func metadataFile(folder: String) -> String { folder + "/metadata.json" }
 
     /// Image kinds.
-    public enum ImageKind: String, Sendable, CaseIterable { case primary = "Primary", backdrop = "Backdrop" }
+    public enum ImageKind: String, Sendable, CaseIterable {
+        /// The poster or cover (Jellyfin's `Primary`).
+        case primary = "Primary"
+        /// The wide background picture (Jellyfin's `Backdrop`).
+        case backdrop = "Backdrop"
+    }
 
     /// Where an image goes (seed 003's four contexts).
     public enum ImageContext: Sendable, Equatable {
-        case movie(MediaItem), series(id: String, folder: String), season(id: String, folder: String), episode(MediaItem)
+        /// A movie's images, in its own folder.
+        case movie(MediaItem)
+        /// A series' images, in the series' folder.
+        case series(id: String, folder: String)
+        /// A season's images, in the season's folder.
+        case season(id: String, folder: String)
+        /// An episode's images, beside its file.
+        case episode(MediaItem)
     }
 
     /// The image's path (without extension decisions: pass it).

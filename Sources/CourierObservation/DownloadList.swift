@@ -86,12 +86,19 @@ public final class DownloadItem: Identifiable {
         self.downloader = downloader
     }
 
+    /// Where the download stands (``DownloadSnapshot/phase``).
     public var phase: DownloadSnapshot.Phase { snapshot.phase }
+    /// Bytes held so far.
     public var bytesReceived: Int64 { snapshot.bytesReceived }
+    /// The whole size, when known.
     public var totalBytes: Int64? { snapshot.totalBytes }
+    /// From 0 to 1, when the size is known.
     public var fractionCompleted: Double? { snapshot.fractionCompleted }
+    /// Current speed, bytes per second (0 while nothing arrives).
     public var bytesPerSecond: Double { snapshot.bytesPerSecond }
+    /// Seconds left at the current speed, when it can be told.
     public var secondsRemaining: Double? { snapshot.secondsRemaining }
+    /// Why it failed, paused or retries; `nil` otherwise.
     public var error: CourierError? { snapshot.error }
 
     /// Pauses it, keeping its bytes.

@@ -29,6 +29,7 @@ public struct DownloadSnapshot: Sendable, Equatable, Identifiable {
 
     /// The download's id.
     public let id: String
+    /// Where the download stands, in the terms a list row shows.
     public var phase: Phase
     /// Bytes held so far.
     public var bytesReceived: Int64
@@ -44,6 +45,7 @@ public struct DownloadSnapshot: Sendable, Equatable, Identifiable {
     public var destination: String
     /// The caller's groups (a media item's versions share a `mediaId`).
     public var mediaId: String?
+    /// The caller's kind of media (`video`, `audio`, …), as the request gave it.
     public var mediaType: String?
     /// When it was first asked for: the list's order.
     public var createdAt: Date

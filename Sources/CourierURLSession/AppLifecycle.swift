@@ -24,7 +24,13 @@ import Foundation
 public final class AppLifecycle: Sendable {
     /// A scene's phase, as SwiftUI's `ScenePhase` and UIKit's scene callbacks tell it.
     public enum Phase: String, Sendable, CaseIterable {
-        case active, inactive, background
+        /// In the foreground and receiving events.
+        case active
+        /// Leaving the foreground (the app switcher, a call): queued downloads are handed off
+        /// here (``AppLifecycle/handOffPhase``).
+        case inactive
+        /// In the background: hands off too, for a scene that skipped `.inactive`.
+        case background
     }
 
     /// When transfers (every unfinished download, the registered uploads) are handed to the

@@ -14,6 +14,8 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
     /// stays in the background (each time from the bytes it keeps).
     static let handOffRetries = 3
 
+    /// A handed-off download's body arrived: it is moved out of the system's temporary place
+    /// at once (the system deletes it when this returns) and judged by the engine's rules.
     public func urlSession(_ session: URLSession, downloadTask: URLSessionDownloadTask, didFinishDownloadingTo location: URL) {
         guard let id = downloadTask.taskDescription, let http = downloadTask.response as? HTTPURLResponse else { return }
         var headers: [(String, String)] = []
@@ -44,6 +46,8 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
         progress.note(written: totalBytesWritten, expected: totalBytesExpectedToWrite > 0 ? totalBytesExpectedToWrite : nil)
     }
 
+    /// A handed-off task ended: a failure keeps its resume data and is handed off again or
+    /// waits for the app; an upload piece's reply is judged by `UploadPieceReply`.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let id = task.taskDescription else { return }
         if id.hasPrefix(UploadHandOffPiece.taskPrefix) { return uploadTaskEnded(task, taskID: id) }

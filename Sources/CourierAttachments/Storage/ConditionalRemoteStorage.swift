@@ -37,8 +37,11 @@ public protocol ConditionalRemoteStorage: RemoteStorage {
 
 /// An object the remote has: its version (ETag) and size, when told.
 public struct RemotePresence: Sendable, Equatable {
+    /// The object's version, when the remote tells it.
     public var etag: String?
+    /// The object's size in bytes, when the remote tells it.
     public var size: Int64?
+    /// Makes one from what the remote answered.
     public init(etag: String?, size: Int64?) {
         self.etag = etag
         self.size = size

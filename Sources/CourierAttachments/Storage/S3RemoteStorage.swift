@@ -5,7 +5,12 @@ import Logging
 /// Where and how to reach an S3-compatible bucket (AWS, MinIO, R2, moto).
 public struct S3Configuration: Sendable {
     /// How the bucket appears in URLs.
-    public enum Addressing: Sendable { case pathStyle, virtualHost }
+    public enum Addressing: Sendable {
+        /// `https://endpoint/bucket/key`: MinIO, moto and most S3-compatible servers.
+        case pathStyle
+        /// `https://bucket.endpoint/key`: AWS's default.
+        case virtualHost
+    }
 
     /// The bucket.
     public var bucket: String

@@ -32,15 +32,21 @@ public enum UploadResume: Equatable, Sendable {
 public enum MultipartPlan {
     /// One part: its 1-based number and its bytes in the file.
     public struct Part: Equatable, Sendable {
+        /// The 1-based part number.
         public let number: Int
+        /// Where the part's bytes begin in the file.
         public let offset: Int64
+        /// How many bytes the part holds.
         public let length: Int64
     }
 
     /// A part as `ListParts` reports it.
     public struct Listed: Equatable, Sendable {
+        /// The 1-based part number.
         public let number: Int
+        /// How many bytes the server holds for the part.
         public let size: Int64
+        /// The part's ETag as the server listed it.
         public let etag: String
         /// Makes one.
         public init(number: Int, size: Int64, etag: String) {

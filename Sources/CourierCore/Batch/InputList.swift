@@ -21,6 +21,7 @@ import Foundation
 public struct InputList: Sendable, Equatable {
     /// One download of the list.
     public struct Entry: Sendable, Equatable {
+        /// The URL to download, as the list wrote it.
         public var url: String
         /// The output name, relative (validated), when the list gave one.
         public var out: String?
@@ -39,6 +40,7 @@ public struct InputList: Sendable, Equatable {
         }
     }
 
+    /// The downloads, in the list's order.
     public var entries: [Entry]
 
     /// aria2 options that Courier accepts and ignores: they tune aria2's transfer, not the result.

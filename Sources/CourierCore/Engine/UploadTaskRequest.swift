@@ -10,13 +10,17 @@ public struct UploadTaskRequest: Sendable {
     public let piece: UploadHandOffPiece
     /// The protocol the reply is judged by.
     public let kind: UploadProtocol
+    /// The HTTP method: `PUT` for an S3 part, `PATCH` for a tus chunk.
     public let method: String
+    /// Where the piece goes: a presigned part URL, or the tus upload URL.
     public let url: String
+    /// The request's headers, in order (digests, `Upload-Offset`, `Tus-Resumable`, …).
     public let headers: [(name: String, value: String)]
     /// Whether `headers` hold the caller's credentials (a tus server's auth headers): such a
     /// request goes to the system only with `handsOffCredentials`, as a download's does.
     public let carriesCredentials: Bool
 
+    /// Makes one, as the upload's storage does for each piece it hands off.
     public init(piece: UploadHandOffPiece, kind: UploadProtocol, method: String, url: String, headers: [(name: String, value: String)],
                 carriesCredentials: Bool = false) {
         self.piece = piece

@@ -21,8 +21,11 @@ public struct ResumePlan: Equatable, Sendable {
 
     /// The validators of a finished file in place (see ``held``).
     public struct HeldFile: Equatable, Sendable {
+        /// The finished file's ETag, sent as `If-None-Match`.
         public var etag: String?
+        /// The finished file's `Last-Modified`, sent as `If-Modified-Since` when there is no ETag.
         public var lastModified: String?
+        /// Makes one from the validators the finished file was saved with.
         public init(etag: String?, lastModified: String?) {
             self.etag = etag
             self.lastModified = lastModified

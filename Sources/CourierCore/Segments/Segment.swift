@@ -19,6 +19,7 @@ public struct Segment: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     /// Bytes of the range written to the partial file (flushed; never more than written).
     public var received: Int64
 
+    /// Makes a range `start..<end` of a download, with `received` of its bytes already written.
     public init(downloadId: String, index: Int, start: Int64, end: Int64, received: Int64 = 0) {
         self.downloadId = downloadId
         self.index = index
@@ -37,7 +38,9 @@ public struct Segment: Codable, Sendable, Equatable, FetchableRecord, Persistabl
     public var rangeHeader: String { "bytes=\(next)-\(end - 1)" }
 
     public enum Columns {
+        /// The owning download's id.
         public static let downloadId = Column(CodingKeys.downloadId)
+        /// The range's position in the file (0 first).
         public static let index = Column(CodingKeys.index)
     }
 }

@@ -125,11 +125,17 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
 
     /// Column names, for queries.
     public enum Columns {
+        /// The download's id.
         public static let id = Column(CodingKeys.id)
+        /// The ``DownloadState``'s raw value.
         public static let state = Column(CodingKeys.state)
+        /// The scheduling priority (higher first).
         public static let priority = Column(CodingKeys.priority)
+        /// When the download was first enqueued.
         public static let createdAt = Column(CodingKeys.createdAt)
+        /// Bytes kept so far.
         public static let bytesReceived = Column(CodingKeys.bytesReceived)
+        /// When the record last changed.
         public static let updatedAt = Column(CodingKeys.updatedAt)
     }
 }

@@ -19,8 +19,11 @@ public struct HandOffRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
     /// The validators and size the kept bytes belong to (sent as `If-Range`, checked again
     /// on the reply).
     public var etag: String?
+    /// The `Last-Modified` the kept bytes belong to, when there is no ETag.
     public var lastModified: String?
+    /// The whole file's size, when the server said it.
     public var totalBytes: Int64?
+    /// Whether the server accepts ranges, so the system's task may resume from the kept bytes.
     public var resumable: Bool
     /// When the download was handed off.
     public var createdAt: Date

@@ -19,10 +19,12 @@ public struct UploadHandOffPiece: Codable, Sendable, Equatable, FetchableRecord,
     public var number: Int
     /// Where its bytes are in the source file, and how many.
     public var offset: Int64
+    /// How many bytes the piece holds.
     public var size: Int64
     /// Hex MD5 and hex SHA-256 of those bytes (what the server's confirmation is checked
     /// against, and what the confirmed ``UploadPart`` keeps).
     public var md5: String
+    /// Hex SHA-256 of the piece's bytes.
     public var sha256: String
     /// The file the task sends: a copy of the piece's bytes, or the source file itself when
     /// the piece is all of it.
@@ -31,6 +33,7 @@ public struct UploadHandOffPiece: Codable, Sendable, Equatable, FetchableRecord,
     public var ownsBody: Bool
     /// When it was handed off, and by which ``LeaseOwner``.
     public var createdAt: Date
+    /// The ``LeaseOwner`` that handed it off, `nil` for an unowned piece.
     public var owner: String?
 
     /// The task's `taskDescription`: tells an upload piece's task from a download's.

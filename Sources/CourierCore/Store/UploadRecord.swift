@@ -26,9 +26,11 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Persi
     public var sourcePath: String
     /// Its size and modification time (seconds since 1970) when the upload began.
     public var sourceSize: Int64
+    /// The source file's modification time (seconds since 1970) when the upload began.
     public var sourceModified: Double
     /// The protocol, and where to: `bucket/key` for S3, the creation URL for tus.
     public var kind: UploadProtocol
+    /// Where to: `bucket/key` for S3, the creation URL for tus.
     public var target: String
     /// The server's handle: the S3 upload id or the tus upload URL; `nil` before it exists.
     public var remoteId: String?
@@ -36,7 +38,9 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Persi
     public var partSize: Int64
     /// Bytes the server confirmed.
     public var confirmedBytes: Int64
+    /// When the upload was first asked for.
     public var createdAt: Date
+    /// When the record last changed.
     public var updatedAt: Date
 
     /// A new record for `source` (size and modification time read by the caller).
@@ -67,11 +71,13 @@ public struct UploadPart: Codable, Sendable, Equatable, FetchableRecord, Persist
     public var number: Int
     /// Where its bytes are in the file, and how many.
     public var offset: Int64
+    /// How many bytes the part holds.
     public var size: Int64
     /// The server's ETag for it (S3), `nil` for tus.
     public var etag: String?
     /// Hex MD5 (an S3 part's ETag is its MD5) and hex SHA-256 of the bytes sent.
     public var md5: String
+    /// Hex SHA-256 of the part's bytes.
     public var sha256: String
 
     /// Makes a part row.

@@ -27,7 +27,14 @@ public enum CocoaFileErrors {
     static let posixDomain = "NSPOSIXErrorDomain"
 
     /// What a file operation was doing when it failed.
-    public enum Operation: Sendable { case read, write, other }
+    public enum Operation: Sendable {
+        /// Reading: a missing file is `E_FNF`.
+        case read
+        /// Writing: a missing place to write is `E_FNF_WRITE`.
+        case write
+        /// Anything else (listing, moving, coordinating): judged as a read.
+        case other
+    }
 
     /// The Courier error for a Cocoa file-not-found error, else `nil` (report it natively).
     public static func courierError(_ error: UbiquityError, during operation: Operation, path: String) -> CourierError? {

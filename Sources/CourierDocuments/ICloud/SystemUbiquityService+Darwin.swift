@@ -12,6 +12,7 @@ import Foundation
 /// on; ``ICloudContainer`` decides. The query and its observers live on the main queue
 /// (`NSMetadataQuery.start()` must be called there or on its operation queue).
 public final class SystemUbiquityService: UbiquityService, @unchecked Sendable { // query and observers: main queue only
+    /// The container's `Documents` folder, which iCloud Drive shows the user.
     public let documentsURL: URL
     private var query: NSMetadataQuery?
     private var observers: [any NSObjectProtocol] = []
@@ -27,6 +28,8 @@ public final class SystemUbiquityService: UbiquityService, @unchecked Sendable {
         try FileManager.default.createDirectory(at: documentsURL, withIntermediateDirectories: true)
     }
 
+    /// Starts an `NSMetadataQuery` over the container's documents on the main queue;
+    /// `update` gets every item each time the query gathers or updates.
     public func startMonitoring(_ update: @escaping @Sendable ([UbiquityItem]) -> Void) {
         DispatchQueue.main.async {
             guard self.query == nil else { return }
@@ -47,6 +50,7 @@ public final class SystemUbiquityService: UbiquityService, @unchecked Sendable {
         }
     }
 
+    /// Stops the query and its observers (on the main queue).
     public func stopMonitoring() {
         DispatchQueue.main.async {
             self.query?.stop()
@@ -56,14 +60,19 @@ public final class SystemUbiquityService: UbiquityService, @unchecked Sendable {
         }
     }
 
+    /// Asks iCloud to download the item (`startDownloadingUbiquitousItem(at:)`).
     public func startDownloading(_ url: URL) throws {
         try FileManager.default.startDownloadingUbiquitousItem(at: url)
     }
 
+    /// Removes the local copy and keeps it in iCloud (`evictUbiquitousItem(at:)`).
     public func evict(_ url: URL) throws {
         try FileManager.default.evictUbiquitousItem(at: url)
     }
 
+    /// Runs `accessor` under an `NSFileCoordinator` (a replacing write, or a read) on a
+    /// queue of its own; returns once it ran, or throws the coordination's error (cancelling
+    /// the task cancels the wait).
     public func coordinate(_ url: URL, writing: Bool, accessor: @escaping @Sendable (URL) -> Void) async throws {
         // The intent and coordinator are used on the coordination queue only, after this call.
         nonisolated(unsafe) let intent = writing ? NSFileAccessIntent.writingIntent(with: url, options: .forReplacing)

@@ -3,13 +3,19 @@ import Foundation
 /// Any JSON value, kept as the server sent it: what Courier does not model of an item
 /// still reaches `metadata.json` and the app (``MediaItem/extraFields``).
 public enum JSONValue: Codable, Sendable, Equatable, Hashable {
+    /// JSON's `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// A whole number (kept exact: `RunTimeTicks` exceeds what a Double holds exactly).
     case integer(Int64)
+    /// A number with a fraction or an exponent.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object (its keys' order is not kept).
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {

@@ -11,9 +11,13 @@ public struct MediaItem: Codable, Sendable, Equatable {
         public init(rawValue: String) { self.rawValue = rawValue }
         public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
         public func encode(to encoder: any Encoder) throws { var c = encoder.singleValueContainer(); try c.encode(rawValue) }
+        /// A film.
         public static let movie = Self(rawValue: "Movie")
+        /// An episode of a season.
         public static let episode = Self(rawValue: "Episode")
+        /// A series, holding seasons.
         public static let series = Self(rawValue: "Series")
+        /// A season, holding episodes.
         public static let season = Self(rawValue: "Season")
     }
 

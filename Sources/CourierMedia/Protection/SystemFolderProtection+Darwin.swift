@@ -12,6 +12,8 @@ public struct SystemFolderProtection: FolderProtecting {
     /// Makes it.
     public init() {}
 
+    /// Excludes `folder` from backup and, except on macOS, protects it until first user
+    /// authentication.
     public func protect(_ folder: URL) throws {
         var url = folder
         var values = URLResourceValues()
