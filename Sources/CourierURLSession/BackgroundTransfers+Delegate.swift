@@ -92,7 +92,8 @@ extension BackgroundTransfers: URLSessionDownloadDelegate {
 
     /// Redirects come back to the engine (as the task's reply, which gives the download back):
     /// it follows them under its own rules, with credentials only to the same origin. (A
-    /// background session follows redirects itself without asking; see the README.)
+    /// background session follows redirects itself without asking; see the article
+    /// "Background transfers and the two HTTP stacks".)
     public func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
                            newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
         completionHandler(nil)

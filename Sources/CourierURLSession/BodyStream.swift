@@ -77,8 +77,9 @@ final class BodyStream: AsyncSequence, @unchecked Sendable { // state is locked
 
     /// Apple's URLSession sends no traffic for a suspended task ("produces no network
     /// traffic", developer.apple.com). FoundationNetworking on Linux goes on reading one
-    /// (README: measured), and data arriving for it ends the process (a fatal error in its
-    /// NativeProtocol): it is never suspended there.
+    /// (measured: the article "Background transfers and the two HTTP stacks"), and data
+    /// arriving for it ends the process (a fatal error in its NativeProtocol): it is never
+    /// suspended there.
     static let suspendsTasks: Bool = {
         var suspends = true
         #if canImport(FoundationNetworking)

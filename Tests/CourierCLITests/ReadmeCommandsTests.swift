@@ -1,11 +1,21 @@
 import Foundation
 import Testing
 
-/// Every `courier` command line in README.md parses as written (placeholders filled in,
+/// Every `courier` command line in README.md and the DocC articles parses as written (placeholders filled in,
 /// with and without its optional parts), and the main job runs: a README that lies is a bug.
 @Suite struct ReadmeCommandsTests {
-    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("README.md")
+    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// The README and every DocC article (the command-line manual lives in one).
+    static func documents() throws -> [URL] {
+        var found = [package.appendingPathComponent("README.md")]
+        let sources = package.appendingPathComponent("Sources")
+        for module in try FileManager.default.contentsOfDirectory(atPath: sources.path).sorted() {
+            let catalog = sources.appendingPathComponent(module).appendingPathComponent("\(module).docc")
+            guard let files = try? FileManager.default.contentsOfDirectory(atPath: catalog.path) else { continue }   // a module without a catalog
+            found += files.filter { $0.hasSuffix(".md") }.sorted().map { catalog.appendingPathComponent($0) }
+        }
+        return found
+    }
 
     /// Placeholder → a value of the right shape.
     static let values: [String: String] = [
@@ -14,10 +24,10 @@ import Testing
         "P": "notes/a.txt", "FILE": "/tmp/courier-readme/file", "N": "2", "ITEM_ID": "abc123", "…": "x",
     ]
 
-    /// The `courier …` lines of the README's sh blocks, as argument lists (comments dropped,
+    /// The `courier …` lines of the documents' sh blocks, as argument lists (comments dropped,
     /// continuations joined), each with its optional `[…]` parts and without them.
     static func commandLines() throws -> [[String]] {
-        let text = try String(contentsOf: readme, encoding: .utf8)
+        let text = try documents().map { try String(contentsOf: $0, encoding: .utf8) }.joined(separator: "\n")
         var lines: [String] = [], inShell = false, pending = ""
         for raw in text.components(separatedBy: "\n") {
             if raw.hasPrefix("```") { inShell = raw == "```sh"; continue }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import CourierURLSession
 
-/// One documented moment to hand off (issues 26 and 27): the README, the DocC pages, the code
+/// One documented moment to hand off (issues 26 and 27): the DocC pages, the code
 /// comments and the example app name the phase `AppLifecycle.handOffPhase` names, and no
 /// other. (They disagreed: the README said `.inactive`, the DocC page and the type's own
 /// documentation `.background`.)
@@ -10,7 +10,7 @@ import CourierURLSession
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
     static let documents = [
-        "README.md",
+        "Sources/CourierURLSession/CourierURLSession.docc/BackgroundTransfersGuide.md",
         "Sources/CourierURLSession/CourierURLSession.docc/AddingCourierToAnApp.md",
         "Sources/CourierURLSession/CourierURLSession.docc/CourierURLSession.md",
         "Sources/CourierURLSession/BackgroundTransfers.swift",

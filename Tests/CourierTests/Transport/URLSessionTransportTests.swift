@@ -27,7 +27,7 @@ import Testing
             // never the body (48 MiB).
             let held = transport.bufferHighWater.withLock { $0 }
             #if canImport(FoundationNetworking)
-            // FoundationNetworking keeps reading a suspended task (README: a known limit of
+            // FoundationNetworking keeps reading a suspended task (the article "Background transfers and the two HTTP stacks": a known limit of
             // Linux's URLSession); only the bytes and their order are checked here.
             _ = held
             #else
