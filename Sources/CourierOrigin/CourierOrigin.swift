@@ -13,7 +13,9 @@ import NIOSSL
 ///
 /// ```swift
 /// let origin = try await CourierOrigin.start(directory: dir)
-/// origin.setFault(Fault(dropAfterBytes: 1 << 20), for: "/big.bin")
+/// var cut = Fault()
+/// cut.dropAfterBytes = 1 << 20
+/// origin.setFault(cut, for: "/big.bin")
 /// let url = origin.url("/big.bin")
 /// …
 /// try await origin.stop()

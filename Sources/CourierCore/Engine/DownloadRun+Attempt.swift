@@ -131,9 +131,8 @@ extension DownloadRun {
         }
         context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: plan.offset, totalBytes: plan.totalBytes)))
 
-        let clock = ContinuousClock()
-        let started = clock.now
-        var lastPersist = started
+        let clock = config.clock
+        var lastPersist = clock.now
         let ticker = context.ticker.start(id: id, offset: plan.offset, total: plan.totalBytes)
         defer { context.ticker.stop(ticker) }
         var received: Int64 = 0

@@ -122,7 +122,7 @@ extension DownloadRun {
                     return replacing ? nil : PartialFile.identity(at: final)
                 }
             }
-            if moving != nil, let pause = config.pauseAfterRename { try? await Task.sleep(for: pause) }   // a test pause; cancellation is seen by the next step
+            if moving != nil, let pause = config.pauseAfterRename { try? await config.clock.sleep(for: pause, .testPause) }   // a test pause; cancellation is seen by the next step
             // Past the point of no return once the file is in place: the completing write (and
             // the take-back below) runs even when this run was stopped meanwhile, in a task of
             // its own that the stop does not cancel; the run then ends completed, and a cancel
@@ -134,7 +134,7 @@ extension DownloadRun {
                 if done == nil, let placedFile, let final { await run.takeBackIfCancelled(final, placedFile) }
                 return done
             }.value
-            if done != nil, let pause = config.pauseAfterCompleting { try? await Task.sleep(for: pause) }   // a test pause; a stop now meets a completed record
+            if done != nil, let pause = config.pauseAfterCompleting { try? await config.clock.sleep(for: pause, .testPause) }   // a test pause; a stop now meets a completed record
             return done
         }
         // With the app's hook, the bytes are synced before its transaction begins.

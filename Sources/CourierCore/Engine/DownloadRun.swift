@@ -67,7 +67,7 @@ struct DownloadRun: Sendable {
             group.addTask {
                 let owner = context.owner
                 while true {
-                    do { try await Task.sleep(for: config.leaseDuration / 3) } catch { return nil }
+                    do { try await config.clock.sleep(for: config.leaseDuration / 3, .heartbeat) } catch { return nil }
                     let expiry = context.leaseExpiry()
                     let lost: (any Error)?
                     do {
@@ -174,7 +174,7 @@ struct DownloadRun: Sendable {
             case let .backOff(error, delay, attempt, limit):
                 context.hub.publish(.retrying(id: id, attempt: attempt, limit: limit, error: error, delay: delay))
                 context.logger.info("retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
-                try await Task.sleep(for: delay)
+                try await config.clock.sleep(for: delay, .backoff)
                 action = lifecycle.waited(kept: PartialFile.length(at: partialURL))
             case let .restartFromZero(reason):
                 context.logger.notice("restarting from zero: \(reason)", metadata: ["id": "\(id)"])
@@ -219,7 +219,7 @@ struct DownloadRun: Sendable {
                 return try await resumeSegmented(record: record, url: url)
                     ?? .restart("the saved ranges no longer describe the partial file")
             }
-            return try await withIdleWatchdog(timeout: config.idleTimeout) { activity in
+            return try await withIdleWatchdog(timeout: config.idleTimeout, clock: config.clock) { activity in
                 try await attempt(url: url, plan: plan, record: record, activity: activity)
             }
         } catch let error as CourierError where error.isPassing {

@@ -46,7 +46,7 @@ extension Downloader {
         let limit = max(8, max(1, context.configuration.maxConcurrentDownloads) * 4)
         let exclude = Set(adopted.keys).union(running.keys)
         let database = context.database, owner = context.owner
-        let logger = context.logger
+        let logger = context.logger, clock = context.configuration.clock
         Task {
             do {
                 self.refilled(try await database.nextQueued(limit: limit, excluding: exclude, owner: owner))
@@ -54,7 +54,7 @@ extension Downloader {
                 // A failed read is not an empty queue: the queue stays to drain, read again
                 // after a second (a busy or briefly locked database passes).
                 logger.warning("reading the queue failed; trying again in 1 s: \(error)")
-                try? await Task.sleep(for: .seconds(1))   // cancelled only with the process: the retry below is then moot
+                try? await clock.sleep(for: .seconds(1), .queueRefill)   // cancelled only with the process: the retry below is then moot
                 self.refillFailed()
             }
         }
@@ -85,7 +85,7 @@ extension Downloader {
 
     func launch(_ id: String) {
         let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id],
-                              limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0) },
+                              limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0, clock: context.configuration.clock) },
                               partialIsWhole: wholePartials.remove(id) != nil)
         let runTask = Task { await run.run() }
         let supervisor = Task {

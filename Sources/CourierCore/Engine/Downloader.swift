@@ -92,7 +92,7 @@ public actor Downloader {
         let hub = EventHub()
         self.context = EngineContext(configuration: configuration, database: database, transport: transport,
                                      refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: hub,
-                                     ticker: ProgressTicker(hub: hub, interval: configuration.progressEventInterval),
+                                     ticker: ProgressTicker(hub: hub, interval: configuration.progressEventInterval, clock: configuration.clock),
                                      owner: LeaseOwner.make())
     }
 

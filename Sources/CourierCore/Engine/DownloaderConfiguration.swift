@@ -34,6 +34,10 @@ public struct DownloaderConfiguration: Sendable {
     /// Restarts from zero in a row (200 to a range, changed validator, …) before failing.
     public var maxRestarts: Int = 5
 
+    /// The clock every timed wait of the engine reads (``EngineClock``): the system's, or a
+    /// test's that moves only when the test says.
+    package var clock: any EngineClock = SystemEngineClock()
+
     /// Connections per download when a request does not say (default 1); see
     /// ``DownloadRequest/connections``.
     public var connectionsPerDownload: Int = 1

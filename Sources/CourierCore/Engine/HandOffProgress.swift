@@ -18,6 +18,7 @@ public final class HandOffProgress: Sendable {
     private let ticker: ProgressTicker
     private let database: CourierDatabase
     private let persistInterval: Duration
+    private let clock: any EngineClock
     private struct State {
         var slot: ProgressTicker.Slot?
         var written: Int64 = 0
@@ -36,12 +37,13 @@ public final class HandOffProgress: Sendable {
         ticker = context.ticker
         database = context.database
         persistInterval = context.configuration.progressPersistInterval
+        clock = context.configuration.clock
     }
 
     /// The system's task has written `written` bytes of the rest (of `expected`, when the
     /// reply said how many).
     public func note(written: Int64, expected: Int64?) {
-        let now = ContinuousClock.now
+        let now = clock.now
         let persist = state.withLock { s -> Int64? in
             guard !s.closed, written >= s.written else { return nil }
             s.written = written

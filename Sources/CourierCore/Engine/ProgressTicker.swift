@@ -54,10 +54,12 @@ final class ProgressTicker: Sendable {
     private let state = Locked(State())
     private let hub: EventHub
     private let interval: Duration
+    private let clock: any EngineClock
 
-    init(hub: EventHub, interval: Duration) {
+    init(hub: EventHub, interval: Duration, clock: any EngineClock) {
         self.hub = hub
         self.interval = interval
+        self.clock = clock
     }
 
     /// Starts following a download's bytes from `offset`; ``stop(_:)`` it when its attempt ends.
@@ -85,7 +87,7 @@ final class ProgressTicker: Sendable {
 
     private func tick() async {
         while true {
-            try? await Task.sleep(for: interval)   // never cancelled: it ends when no download runs
+            try? await clock.sleep(for: interval, .progressTick)   // never cancelled: it ends when no download runs
             let slots: [Slot]? = state.withLock { s in
                 if s.slots.isEmpty { s.ticking = false; return nil }
                 return Array(s.slots.values)

@@ -7,20 +7,25 @@ import Foundation
 final class RateLimiter: Sendable {
     let bytesPerSecond: Int64
     private let state = Locked<(start: ContinuousClock.Instant?, bytes: Int64)>((nil, 0))
+    private let clock: any EngineClock
 
-    init(bytesPerSecond: Int64) { self.bytesPerSecond = max(1, bytesPerSecond) }
+    init(bytesPerSecond: Int64, clock: any EngineClock) {
+        self.bytesPerSecond = max(1, bytesPerSecond)
+        self.clock = clock
+    }
 
     /// Counts `count` bytes; returns once taking them keeps the average under the limit.
     func consume(_ count: Int, activity: Activity?) async throws {
         let rate = Double(bytesPerSecond)
+        let now = clock.now
         let due = state.withLock { s -> ContinuousClock.Instant in
-            let start = s.start ?? .now
+            let start = s.start ?? now
             s.start = start
             s.bytes += Int64(count)
             return start + .milliseconds(Int64(Double(s.bytes) / rate * 1000))
         }
-        while ContinuousClock.now < due {
-            try await Task.sleep(until: min(due, .now + .seconds(1)), clock: .continuous)
+        while clock.now < due {
+            try await clock.sleep(until: min(due, clock.now + .seconds(1)), for: .rateLimit)
             activity?.touch()
         }
     }

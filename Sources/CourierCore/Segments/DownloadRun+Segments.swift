@@ -152,11 +152,11 @@ extension DownloadRun {
     /// stops the run when the record left `downloading` or the lease was lost.
     private func tick(_ board: SegmentBoard, terms: SegmentTerms, partialURL: URL, started: ContinuousClock.Instant, outer: Activity?) async throws {
         var meter = ProgressMeter()
-        var lastPersist = ContinuousClock.now
+        var lastPersist = config.clock.now
         var lastKept: Int64 = -1
         while true {
-            try await Task.sleep(for: config.progressEventInterval)
-            let now = ContinuousClock.now
+            try await config.clock.sleep(for: config.progressEventInterval, .progressTick)
+            let now = config.clock.now
             let kept = board.received
             if kept != lastKept { outer?.touch(); lastKept = kept }
             meter.record(bytes: kept, at: (now - started).timeInterval)
@@ -184,7 +184,7 @@ extension DownloadRun {
             let body = pending
             pending = nil
             do {
-                try await withIdleWatchdog(timeout: config.idleTimeout) { activity in
+                try await withIdleWatchdog(timeout: config.idleTimeout, clock: config.clock) { activity in
                     let stream: TransportBody
                     if let body { stream = body } else { stream = try await requestRange(segment, terms: terms, url: url, activity: activity) }
                     try await writeRange(stream, index: index, from: segment.next, board: board, partialURL: partialURL, activity: activity)
@@ -213,7 +213,7 @@ extension DownloadRun {
             throw CourierError(error.code, "\(error.message) (range \(index), gave up after \(attempts) attempts without progress)", httpStatus: error.httpStatus)
         }
         context.logger.info("range \(index): retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
-        try await Task.sleep(for: delay)
+        try await config.clock.sleep(for: delay, .backoff)
     }
 
     /// Asks for the rest of a range and checks the reply is exactly that range of the same
@@ -275,7 +275,7 @@ extension DownloadRun {
         }
         // Flushed at least twice per persist interval, so a kill loses about a second of a
         // range, not a whole buffer.
-        let clock = ContinuousClock()
+        let clock = config.clock
         var lastFlush = clock.now
         let flushEvery = config.progressPersistInterval / 2
         var received: Int64 = 0

@@ -5,24 +5,7 @@ import Testing
 import CourierOrigin
 
 @Suite(.serialized) struct RetryTests {
-    @Test func serviceUnavailableWithRetryAfterIsWaitedForThenSucceeds() async throws {
-        try await withFixture { fx in
-            let data = try fx.serve("f.bin", size: 256 << 10)
-            var fault = Fault(); fault.failStatus = 503; fault.failCount = 2; fault.retryAfter = 1
-            fx.origin.setFault(fault, for: "/f.bin")
-            let d = try fx.downloader()
-            let started = ContinuousClock.now
-            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-            let record = try await d.waitForCompletion(id: "x")
-            let elapsed = ContinuousClock.now - started
-            await d.shutdown()
-            #expect(fx.finalData("f.bin") == data)
-            #expect(record.attemptCount == 2)
-            #expect(fx.origin.requests.map(\.status) == [503, 503, 200])
-            // Backoff alone would be ~0.1 s; Retry-After: 1 was honoured twice.
-            #expect(elapsed >= .milliseconds(1900))
-        }
-    }
+    // Retry-After is checked on the engine's clock: EngineClockTests.
 
     @Test func persistentServerErrorFailsAfterMaxAttempts() async throws {
         try await withFixture { fx in
@@ -83,23 +66,7 @@ import CourierOrigin
         }
     }
 
-    @Test func idleWatchdogAbortsAStalledAttemptAndResumes() async throws {
-        try await withFixture { fx in
-            let data = try fx.serve("f.bin", size: 2 << 20)
-            var fault = Fault(); fault.stallAfterBytes = 1 << 20; fault.times = 1
-            fx.origin.setFault(fault, for: "/f.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(1) }
-            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-            let record = try await d.waitForCompletion(id: "x")
-            await d.shutdown()
-            #expect(fx.finalData("f.bin") == data)
-            #expect(record.attemptCount == 1)
-            // The stalled request is still asleep on the origin (it logs on completion); the
-            // one that finished is the resume from the stall point, not a restart.
-            let resumed = try #require(fx.origin.requests.last)
-            #expect(resumed.status == 206 && resumed.range == "bytes=\(1 << 20)-")
-        }
-    }
+    // The idle watchdog's abort and resume is checked on the engine's clock: EngineClockTests.
 
     /// A transport (or a library under it, as AsyncHTTPClient does when it retires a
     /// connection) that throws `CancellationError` while nobody cancelled the run: a dropped

@@ -1,0 +1,93 @@
+import CourierCore
+import Foundation
+
+/// The engine's clock under a test's control (issue 46): time stands still until the test
+/// moves it, so a timing rule (a backoff, a `Retry-After`, the idle window) is checked by
+/// what the engine waits for and when, never by a wall-clock window a loaded machine can
+/// miss. Give it to a downloader through `DownloaderConfiguration.clock`.
+///
+/// A wait ends only when ``advance(to:)`` or ``advance(by:)`` passes its deadline, or when
+/// its task is cancelled. While time stands still the idle watchdog cannot fire: a suite's
+/// own load no longer aborts an attempt ("no data arrived for 300 ms").
+package final class ManualEngineClock: EngineClock {
+    private struct Sleeper {
+        let deadline: ContinuousClock.Instant
+        let purpose: EngineWait
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+    private struct State {
+        var elapsed: Duration = .zero
+        var sleepers: [UInt64: Sleeper] = [:]
+        var nextID: UInt64 = 0
+        var cancelledEarly: Set<UInt64> = []
+        /// Every wait asked for, in order: (purpose, its length from the moment it was asked).
+        var asked: [(EngineWait, Duration)] = []
+    }
+    private let origin = ContinuousClock.now
+    private let state = Locked(State())
+
+    package init() {}
+
+    package var now: ContinuousClock.Instant { origin + state.withLock { $0.elapsed } }
+
+    package func sleep(until deadline: ContinuousClock.Instant, for purpose: EngineWait) async throws {
+        let id = state.withLock { s -> UInt64 in
+            s.nextID += 1
+            s.asked.append((purpose, deadline - (origin + s.elapsed)))
+            return s.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let early: Result<Void, any Error>? = state.withLock { s in
+                    if s.cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
+                    if origin + s.elapsed >= deadline { return .success(()) }
+                    s.sleepers[id] = Sleeper(deadline: deadline, purpose: purpose, continuation: continuation)
+                    return nil
+                }
+                if let early { continuation.resume(with: early) }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { s -> Sleeper? in
+                if let sleeper = s.sleepers.removeValue(forKey: id) { return sleeper }
+                s.cancelledEarly.insert(id)   // cancelled before it began to wait (or after it ended: unused)
+                return nil
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves time to `instant` (never back) and ends every wait whose deadline it passes.
+    package func advance(to instant: ContinuousClock.Instant) {
+        let due = state.withLock { s -> [Sleeper] in
+            s.elapsed = max(s.elapsed, instant - origin)
+            let now = origin + s.elapsed
+            let ids = s.sleepers.filter { $0.value.deadline <= now }.map(\.key)
+            return ids.compactMap { s.sleepers.removeValue(forKey: $0) }
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Moves time on by `duration`.
+    package func advance(by duration: Duration) { advance(to: now + duration) }
+
+    /// The deadlines of the waits for `purpose` under way now, earliest first.
+    package func waiting(_ purpose: EngineWait) -> [ContinuousClock.Instant] {
+        state.withLock { s in s.sleepers.values.filter { $0.purpose == purpose }.map(\.deadline).sorted() }
+    }
+
+    /// Every wait the engine asked for so far, with its length: what a timing rule is
+    /// checked against.
+    package var asked: [(purpose: EngineWait, length: Duration)] { state.withLock { $0.asked.map { ($0.0, $0.1) } } }
+
+    /// Returns the earliest deadline of a wait for `purpose` once the engine is in one. The
+    /// test's own real-time limit (`within`) only stops a test whose engine never waits so:
+    /// that is a failure, not a timing window the engine's behaviour depends on.
+    package func nextWait(_ purpose: EngineWait, within limit: Duration = .seconds(60)) async throws -> ContinuousClock.Instant {
+        let giveUp = ContinuousClock.now + limit
+        while ContinuousClock.now < giveUp {
+            if let deadline = waiting(purpose).first { return deadline }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        throw CourierError(.timeout, "the engine never waited for \(purpose.rawValue) within \(limit)")
+    }
+}
