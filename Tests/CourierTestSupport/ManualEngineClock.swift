@@ -20,7 +20,7 @@ package final class ManualEngineClock: EngineClock {
         var sleepers: [UInt64: Sleeper] = [:]
         var nextID: UInt64 = 0
         var cancelledEarly: Set<UInt64> = []
-        /// Every wait asked for, in order: (purpose, its length from the moment it was asked).
+        /// Every wait asked for, in order: (purpose, its length from the moment it began).
         var asked: [(EngineWait, Duration)] = []
     }
     private let origin = ContinuousClock.now
@@ -57,18 +57,21 @@ package final class ManualEngineClock: EngineClock {
     }
 
     /// Moves time to `instant` (never back) and ends every wait whose deadline it passes.
-    package func advance(to instant: ContinuousClock.Instant) {
+    package func advance(to instant: ContinuousClock.Instant) { move { max($0, instant - self.origin) } }
+
+    /// Moves time on by `duration`.
+    package func advance(by duration: Duration) { move { $0 + duration } }
+
+    /// Sets the time elapsed (read and written under one lock) and ends the waits it passes.
+    private func move(_ elapsed: (Duration) -> Duration) {
         let due = state.withLock { s -> [Sleeper] in
-            s.elapsed = max(s.elapsed, instant - origin)
+            s.elapsed = elapsed(s.elapsed)
             let now = origin + s.elapsed
             let ids = s.sleepers.filter { $0.value.deadline <= now }.map(\.key)
             return ids.compactMap { s.sleepers.removeValue(forKey: $0) }
         }
         for sleeper in due { sleeper.continuation.resume() }
     }
-
-    /// Moves time on by `duration`.
-    package func advance(by duration: Duration) { advance(to: now + duration) }
 
     /// The deadlines of the waits for `purpose` under way now, earliest first.
     package func waiting(_ purpose: EngineWait) -> [ContinuousClock.Instant] {

@@ -25,7 +25,10 @@ package enum EngineWait: String, Sendable, CaseIterable {
 /// durations and deadlines read the same under either.
 ///
 /// What does not read it: lease expiry (a wall-clock date in the database, compared by
-/// other processes) and the measured speed of a body (bytes per second of real time).
+/// other processes; its heartbeat does read it, so a test that stops time for longer than a
+/// lease lets it run out), the measured speed of a body (bytes per second of real time), and
+/// the keep-alive window of `StaleConnection` (when a failure before the reply is resent
+/// uncounted).
 package protocol EngineClock: Sendable {
     /// Now.
     var now: ContinuousClock.Instant { get }

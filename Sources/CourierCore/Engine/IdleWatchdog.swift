@@ -18,9 +18,11 @@ final class Activity: Sendable {
 
     func touch() {
         let now = clock.now
-        state.withLock { $0.lastSeen = now }
+        state.withLock { $0.lastSeen = max($0.lastSeen, now) }   // two touches at once never move it back
     }
     var lastSeen: ContinuousClock.Instant { state.withLock { $0.lastSeen } }
+    /// Whether the watch goes on (``stopWatching()`` not called, the watchdog not fired).
+    var isWatching: Bool { state.withLock { !$0.stopped && !$0.fired } }
 
     /// Ends the watch; false when the watchdog fired first (the attempt is being aborted).
     func stopWatching() -> Bool {

@@ -159,7 +159,7 @@ extension DownloadRun {
             let now = config.clock.now
             let kept = board.received
             if kept != lastKept { outer?.touch(); lastKept = kept }
-            meter.record(bytes: kept, at: (now - started).timeInterval)
+            meter.record(bytes: kept, at: (ContinuousClock.now - started).timeInterval)   // speed: real time
             context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: kept, totalBytes: terms.total,
                                                            bytesPerSecond: meter.bytesPerSecond, secondsRemaining: meter.secondsRemaining(total: terms.total))))
             if now - lastPersist >= config.progressPersistInterval {

@@ -56,7 +56,7 @@ import Testing
             var aborted = false
             for _ in 0..<3 where !aborted {
                 clock.advance(to: deadline - .seconds(1))
-                #expect(clock.waiting(.idleWindow).allSatisfy { $0 >= deadline })
+                #expect(clock.waiting(.idleWindow) == [deadline] && clock.waiting(.backoff).isEmpty)
                 clock.advance(to: deadline)
                 let giveUp = ContinuousClock.now + .seconds(60)
                 while ContinuousClock.now < giveUp {
@@ -87,9 +87,14 @@ import Testing
             fx.origin.setFault(fault, for: "/f.bin")
             let clock = ManualEngineClock()
             let d = try fx.downloader { $0.clock = clock; $0.idleTimeout = .seconds(30) }
-            let seen = Locked<Int64>(0)
+            let seen = Locked<Int64>(0), retried = Locked<[String]>([])
             let events = d.events(for: "x")
-            let watching = Task { for await e in events { if case let .progress(p) = e { seen.withLock { $0 = max($0, p.bytesReceived) } } } }
+            let watching = Task {
+                for await e in events {
+                    if case let .progress(p) = e { seen.withLock { $0 = max($0, p.bytesReceived) } }
+                    if case let .retrying(_, _, _, error, _) = e { retried.withLock { $0.append("\(error.code.rawValue): \(error.message)") } }
+                }
+            }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             // The origin has sent its MiB and stalls; progress ticks (100 ms of the engine's
             // time each, far inside the window) show when the engine holds all of it.
@@ -105,6 +110,7 @@ import Testing
             let record = try await d.waitForCompletion(id: "x")
             await d.shutdown()
             watching.cancel()
+            #expect(retried.withLock { $0 } == ["E_TIMEOUT: no data arrived for 30 s; aborting this attempt"])
             #expect(fx.finalData("f.bin") == data)
             #expect(record.attemptCount == 1)
             // The stalled request is still asleep on the origin; the one that finished is the
@@ -122,18 +128,20 @@ import Testing
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 300_000)
             let clock = ManualEngineClock()
+            let watching = Locked<[Bool]>([])
             let d = try fx.downloader {
                 $0.clock = clock
                 $0.idleTimeout = .seconds(1)
                 $0.beforeCompleting = {
-                    clock.advance(by: .seconds(3600))                  // 3600 windows: a watchdog still watching fires
-                    try? await Task.sleep(for: .milliseconds(200))     // (only a fault needs this: its abort, given its turn)
+                    watching.withLock { $0.append(Activity.current?.isWatching ?? true) }   // the watch ended with the body
+                    clock.advance(by: .seconds(3600))                                   // 3600 windows pass inside finishing
                 }
             }
             try await d.enqueue(DownloadRequest(id: "f", url: fx.url("f.bin"), destination: "f.bin"))
             let record = try await d.waitForCompletion(id: "f")
             await d.shutdown()
             #expect(record.state == .completed && fx.finalData("f.bin") == data)
+            #expect(watching.withLock { $0 } == [false], "the idle watch went on into finishing")
             #expect(fx.origin.requests.count == 1, "finishing was aborted and the file fetched again")
         }
     }
