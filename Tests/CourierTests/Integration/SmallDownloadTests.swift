@@ -1,4 +1,5 @@
 import CourierOrigin
+import CourierTestSupport
 import Foundation
 import Testing
 @_spi(Testing) @testable import CourierCore
@@ -14,10 +15,14 @@ import Testing
         try await withFixture { fx in
             let data = try fx.serve("s.bin", size: 600_000)
             // Slow, then stalled half way: a test starved for seconds on a loaded machine still
-            // pauses it before its end; frequent progress writes, so one lands before the stall.
+            // pauses it before its end. A progress write on every chunk, whatever the time: on
+            // a write every 200 ms, a run that read the 300 kB before the stall in one burst
+            // (starved while they queued) wrote none, and waited in the stall for ever (seen
+            // once over URLSession in CI; every time on this clock, which never moves).
             var fault = Fault(); fault.bytesPerSecond = 150_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/s.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .milliseconds(200) }
+            let clock = ManualEngineClock()
+            let d = try fx.downloader { $0.clock = clock; $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .zero }
             try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
             #expect(try await eventually { (try await d.record(id: "s")?.bytesReceived ?? 0) > 0 })
             try await d.pause(id: "s")
@@ -116,12 +121,16 @@ import Testing
     @Test func aSmallDownloadCancelledByAnotherProcessLeavesNoFile() async throws {
         try await withFixture { fx in
             try fx.serve("c.bin", size: 600_000)
-            var fault = Fault(); fault.bytesPerSecond = 400_000
+            // Stalled half way until the cancel is made: on a body left to flow for 1.5 s, a
+            // test starved that long cancelled a completed download (seen once over URLSession
+            // in CI; every time with a 2 s sleep before the cancel).
+            var fault = Fault(); fault.bytesPerSecond = 400_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/c.bin")
             let running = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
             let other = try fx.downloader()
-            let ended = try await Self.startAndAwaitBytes(fx, running, id: "c", file: "c.bin")   // the body flows (1.5 s at this rate)
+            let ended = try await Self.startAndAwaitBytes(fx, running, id: "c", file: "c.bin")
             try await other.cancel(id: "c")
+            fx.origin.endStalls()   // the rest flows in: the run ends after the cancel, whenever it is
             #expect(await ended.value == .cancelled)   // not a failure to rename: stopped by the other process
             #expect(!fx.exists("c.bin") && !fx.exists("c.bin.partial"))
             await running.shutdown(); await other.shutdown()
