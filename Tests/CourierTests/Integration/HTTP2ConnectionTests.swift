@@ -15,10 +15,10 @@ import Testing
 /// shutdown waited (75 s, until nginx closed the connection). What the guard changes for
 /// the engine is shown by the fault matrix over HTTP/2 (scripts/test's third pass): 247 of
 /// 500 downloads right without it, the rest E_TIMEOUT; 468–480 right with it. About 900
-/// requests over TLS: run alone, after the parallel suite (`…HeavyTests`), so as not to
-/// load the timing-sensitive suites running beside it.
+/// requests over TLS, in the parallel suite (issue 45: they ran alone, after it, and what
+/// runs beside them no longer depends on a window their load could starve).
 @Suite(.enabled(if: NginxServer.shared.isAvailable, "needs nginx (apt-get install -y nginx)"))
-struct HTTP2ConnectionHeavyTests {
+struct HTTP2ConnectionTests {
     let nginx = NginxServer.shared
 
     /// A user scrolling past thumbnails: 400 requests, each cancelled 0 to 0.4 ms after it
