@@ -150,10 +150,10 @@ public final class CourierOrigin: Sendable {
         record.ifNoneMatch = head.headers.first(name: "If-None-Match")
         record.ifModifiedSince = head.headers.first(name: "If-Modified-Since")
         record.userAgent = head.headers.first(name: "User-Agent")
-        let serial: Int = state.withLockedValue { s in
+        let (serial, stallGeneration): (Int, Int) = state.withLockedValue { s in
             s.nextSerial += 1
             s.log.append((s.nextSerial, record))
-            return s.nextSerial
+            return (s.nextSerial, s.stallsEnded)   // `endStalls()` from now on lets this reply go
         }
         defer { update(serial, record) }
 
@@ -327,7 +327,7 @@ public final class CourierOrigin: Sendable {
             }
             if let stall = f.stallAfterBytes, !stalled, sent >= stall {
                 stalled = true
-                try await stallReply(for: f.stallSeconds)
+                try await stallReply(for: f.stallSeconds, since: stallGeneration)
             }
             if let rate = f.bytesPerSecond, rate > 0 {
                 let due = startedAt + .milliseconds(Int64(Double(sent) / Double(rate) * 1000))

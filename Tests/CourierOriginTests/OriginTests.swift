@@ -117,6 +117,21 @@ import Testing
         #expect(try gunzip(gzData) == w.body)
     }
 
+    /// `endStalls()` lets a reply that began before it go on whether or not it had reached
+    /// its stall: here the call comes during the second of header delay, before the stall at
+    /// 100 bytes (such a reply stalled later for its whole hour, and this GET timed out).
+    @Test func endingStallsCoversARepliesStallStillAhead() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let started = ContinuousClock.now
+        let get = Task { try await w.get("/f.bin?headerdelay=1&stall=100&stallsecs=60") }
+        while w.origin.requests.isEmpty { try await Task.sleep(for: .milliseconds(5)) }   // received; its head waits a second
+        w.origin.endStalls()
+        let (reply, data) = try await get.value
+        #expect(reply.status == .ok && data == w.body)
+        #expect(ContinuousClock.now - started < .seconds(50), "the reply stalled its whole minute")
+    }
+
     /// A hostile query is a fault with bounds, not an overflow that takes the server down
     /// (`courier serve` answers whoever reaches its port): each request gets an answer, and
     /// the origin serves the plain file after them.

@@ -223,12 +223,27 @@ struct DownloadRun: Sendable {
                 try await attempt(url: url, plan: plan, record: record, activity: activity)
             }
         } catch let error as CourierError where error.isPassing {
+            await recordUnsavedReply(partialURL: partialURL)
             return .retry(error, after: nil)
         } catch is CancellationError where !Task.isCancelled {
             // Nobody cancelled this run: a transport (or a library under it) gave up on the
             // request by itself. Ending the run here would leave the download queued with
             // nothing to run it, so it is a dropped connection, retried under the policy.
             return .retry(CourierError(.network, "the transport cancelled the request on its own"), after: nil)
+        }
+    }
+
+    /// After an attempt that failed and will be retried: the validators of a small body's
+    /// reply (not written before it), with the bytes its partial kept, so the retry asks for
+    /// the rest. An attempt the idle watchdog aborted could not write them itself (its task
+    /// was cancelled), and the retry threw the kept bytes away; one that wrote them already
+    /// writes the same values again.
+    func recordUnsavedReply(partialURL: URL) async {
+        guard let unsaved = unsavedReply.take() else { return }
+        let length = PartialFile.length(at: partialURL)
+        guard length > 0 else { return }
+        await context.bestEffort("recording progress", id: id) {
+            try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { unsaved(&$0); $0.bytesReceived = length }
         }
     }
 

@@ -85,7 +85,9 @@ import Testing
             try fx.serve("k.bin", size: 200_000)
             let mine = Data("the user's older version".utf8)
             if !hook { try mine.write(to: fx.root.appendingPathComponent("k.bin")) }
-            var fault = Fault(); fault.bytesPerSecond = 400_000
+            // Stalled half way until the writer is held (a body left to flow could complete
+            // before the test takes the writer).
+            var fault = Fault(); fault.bytesPerSecond = 400_000; fault.stallAfterBytes = 100_000
             fx.origin.setFault(fault, for: "/k.bin")
             // Long leases: no renewal queues behind the held writer.
             let waiting = Locked<(@Sendable () -> Bool)?>(nil)
@@ -97,6 +99,7 @@ import Testing
             let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "k", file: "k.bin")
             let writer = try await holdWrites(d.database)
             defer { writer.signal() }
+            fx.origin.endStalls()
             #expect(try await eventually { waiting.withLock { $0 != nil } })   // the body ended; the completing write waits
             let stopping = Task { if stop == "pause" { try await d.pause(id: "k") } else { try await d.cancel(id: "k") } }
             #expect(try await eventually { waiting.withLock { $0 }?() == true })   // the stop reached the run

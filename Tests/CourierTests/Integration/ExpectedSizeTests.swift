@@ -95,12 +95,13 @@ import CourierOrigin
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
         try fx.serve("f.bin", size: 3 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 4 << 20
+        var slow = Fault(); slow.bytesPerSecond = 4 << 20; slow.stallAfterBytes = 1 << 20   // the pause lands before the end
         fx.origin.setFault(slow, for: "/f.bin")
         let first = try fx.downloader()
         try await first.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin", expectedSize: 3 << 20))
         #expect(try await eventually { fx.partialLength("f.bin") > 0 })
         try await first.pause(id: "x")
+        fx.origin.endStalls()
         await first.shutdown()
         // The server now has another file under the name; the next process only resumes.
         try fx.serve("f.bin", size: 5 << 20, seed: 2)

@@ -118,13 +118,14 @@ import CourierOrigin
     @Test func checksumHoldsAcrossAResumeInANewEngine() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 4 << 20)
-            var slow = Fault(); slow.bytesPerSecond = 2 << 20
+            var slow = Fault(); slow.bytesPerSecond = 2 << 20; slow.stallAfterBytes = 2 << 20   // the shutdown lands before the end
             fx.origin.setFault(slow, for: "/f.bin")
             let first = try fx.downloader()
             try await first.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin", sha256: Fixture.sha256(data)))
             #expect(try await eventually { fx.partialLength("f.bin") > 1 << 20 })
             await first.shutdown()
             fx.origin.setFault(nil, for: "/f.bin")
+            fx.origin.endStalls()
             let second = try fx.downloader()
             try await second.start()
             let record = try await second.waitForCompletion(id: "x")

@@ -240,7 +240,9 @@ import CourierOrigin
     @Test func aSegmentedDownloadCancelledByAnotherProcessEndsCancelled() async throws {
         try await withFixture { fx in
             try fx.serve("big.bin", size: 3_000_000)
-            var fault = Fault(); fault.bytesPerSecond = 500_000
+            // Every reply stalls after 300 kB until the cancel is made (ranges left to flow
+            // could all end first).
+            var fault = Fault(); fault.bytesPerSecond = 500_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/big.bin")
             let running = try segmentedDownloader(fx, idleTimeout: .seconds(60))
             let other = try fx.downloader()
@@ -248,6 +250,8 @@ import CourierOrigin
             try await running.enqueue(DownloadRequest(id: "big", url: fx.url("big.bin"), destination: "big.bin", connections: 3))
             #expect(try await eventually { try await running.database.segments(id: "big").count >= 2 })
             try await other.cancel(id: "big")
+            fx.origin.setFault(nil, for: "/big.bin")
+            fx.origin.endStalls()
             let end = await ended.value
             #expect(end == .cancelled, "ended \(String(describing: end))")
             #expect(!fx.exists("big.bin") && !fx.exists("big.bin.partial"))

@@ -186,12 +186,14 @@ import Testing
         try await withFixture { fx in
             try fx.serve("u.bin", size: 600_000)
             try Data("the user's own".utf8).write(to: fx.root.appendingPathComponent("u.bin"))
-            var fault = Fault(); fault.bytesPerSecond = 400_000
+            // Stalled half way until the cancel is made (a body left to flow could end first).
+            var fault = Fault(); fault.bytesPerSecond = 400_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/u.bin")
             let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
             let other = try fx.downloader()
             let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "u", file: "u.bin")
             try await other.cancel(id: "u")
+            fx.origin.endStalls()
             #expect(await ended.value == .cancelled)
             #expect(fx.finalData("u.bin") == Data("the user's own".utf8) && !fx.exists("u.bin.partial"))
             await d.shutdown(); await other.shutdown()
@@ -204,7 +206,8 @@ import Testing
     @Test func withACompletionHookACancelElsewhereMidBodyLeavesNothing() async throws {
         try await withFixture { fx in
             try fx.serve("h.bin", size: 600_000)
-            var fault = Fault(); fault.bytesPerSecond = 400_000
+            // Stalled half way until the cancel is made (a body left to flow could end first).
+            var fault = Fault(); fault.bytesPerSecond = 400_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/h.bin")
             let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(60) }
             let hooked = HookCalls()
@@ -213,6 +216,7 @@ import Testing
             let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "h", file: "h.bin")
             #expect(fx.exists("h.bin.partial"))   // named from the start
             try await other.cancel(id: "h")
+            fx.origin.endStalls()
             #expect(await ended.value == .cancelled)
             #expect(!fx.exists("h.bin") && !fx.exists("h.bin.partial") && hooked.count == 0)
             await d.shutdown(); await other.shutdown()
