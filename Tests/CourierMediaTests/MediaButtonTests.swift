@@ -27,9 +27,9 @@ import Testing
             let report = try await library.download(itemId: "abc123", versionId: "def456")
             if kind == .completeButMissing { try FileManager.default.removeItem(at: w.root.appendingPathComponent(report.mediaPath)) }
         case .inFlight, .paused:
-            w.throttle(path, 100_000)
+            w.throttle(path, 100_000, stallAfter: 200_000)   // in flight until the test lets it go
             _ = try await library.start(itemId: "abc123", versionId: "def456")
-            #expect(try await eventually { try await library.inFlight().first?.bytesReceived ?? 0 > 0 })
+            await w.awaitBytes(version)
             if kind == .paused { try await library.pause(version) }
         case .failed:
             var missing = Fault(); missing.failStatus = 404
@@ -41,7 +41,7 @@ import Testing
         let opens: @Sendable (URL) throws -> Void = kind == .completeButDoesNotOpen ? refuses : DownloadButton.defaultOpen
         let verdict = DownloadButtonRules.decide(try await library.buttonHolding(version), opens: opens)
         #expect(ButtonCase.words(verdict) == kind.expected)
-        if kind != .inFlight { w.origin.setFault(nil, for: path) }
+        if kind != .inFlight { w.origin.setFault(nil, for: path); w.origin.endStalls() }
         let action = try await library.pressDownload(itemId: "abc123", versionId: "def456", opens: opens)
         switch action {
         case let .open(file):
@@ -51,6 +51,7 @@ import Testing
         case let .inProgress(v):
             #expect(kind == .inFlight && v == version)
             w.origin.setFault(nil, for: path)
+            w.origin.endStalls()
         case let .downloadStarted(v):
             // Rule 7 cleaned up first; the version downloads again, into the library.
             #expect([ButtonCase.noRecord, .completeButMissing, .paused, .failed].contains(kind) && v == version)
@@ -67,10 +68,11 @@ import Testing
         let w = try await MediaWorld()
         defer { Task { await w.close() } }
         let version = MediaVersion(itemId: "abc123", versionId: "def456")
-        w.throttle("/Items/def456/Download", 100_000)
+        w.throttle("/Items/def456/Download", 100_000, stallAfter: 200_000)   // the pause lands before the end
         _ = try await w.library.start(itemId: "abc123", versionId: "def456")
-        #expect(try await eventually { try await w.library.inFlight().first?.bytesReceived ?? 0 > 0 })
+        await w.awaitBytes(version)
         try await w.library.pause(version)
+        w.origin.endStalls()
         w.origin.setFault(nil, for: "/Items/def456/Download")
         w.origin.clearRequests()
         #expect(try await w.library.pressDownload(itemId: "abc123", versionId: "def456", resumingStopped: true) == .downloadStarted(version))
@@ -87,10 +89,11 @@ import Testing
         defer { Task { await w.close() } }
         let version = MediaVersion(itemId: "abc123", versionId: "def456")
         let taskId = MediaJob.taskId(version)
-        w.throttle("/Items/def456/Download", 100_000)
+        w.throttle("/Items/def456/Download", 100_000, stallAfter: 200_000)   // the pause lands before the end
         _ = try await w.library.start(itemId: "abc123", versionId: "def456")
-        #expect(try await eventually { try await w.library.inFlight().first?.bytesReceived ?? 0 > 0 })
+        await w.awaitBytes(version)
         try await w.library.pause(version)
+        w.origin.endStalls()
         let partial = try #require(w.library.jobs.load(taskId)).plannedPath + ".partial"
         let kept = PartialFile.length(at: w.root.appendingPathComponent(partial))
         #expect(kept > 0)

@@ -13,12 +13,13 @@ import Testing
     private func pausedMidway(_ w: MediaWorld, _ itemId: String, source: String) async throws -> MediaVersion {
         try w.addItem(itemId, #"{"Id":"\#(itemId)","Type":"Movie","Name":"\#(itemId)","MediaSources":[{"Id":"\#(source)","Container":"mp4","Size":2097152}]}"#)
         try w.addFile(source, size: 2 << 20)
-        w.throttle("/Items/\(source)/Download", 1 << 20)
+        w.throttle("/Items/\(source)/Download", 1 << 20, stallAfter: 1 << 20)   // the pause lands before the end
         let version = try await w.library.start(itemId: itemId)
         for await event in w.library.events(for: version) {
             if case let .progress(p) = event, p.bytesReceived > 256 << 10 { try await w.library.pause(version) }
             if event.isFinal { break }
         }
+        w.origin.endStalls()
         return version
     }
 

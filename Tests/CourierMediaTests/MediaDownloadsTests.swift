@@ -22,10 +22,29 @@ extension MediaWorld {
 
     func file(_ relative: String) -> Data? { try? Data(contentsOf: root.appendingPathComponent(relative)) }
 
-    func throttle(_ path: String, _ bytesPerSecond: Int64) {
+    /// Serves `path` at `bytesPerSecond`; with `stallAfter`, its replies then stall until
+    /// the test calls `origin.endStalls()` (so a test that must act before the end does,
+    /// however starved it is).
+    func throttle(_ path: String, _ bytesPerSecond: Int64, stallAfter: Int64? = nil) {
         var slow = Fault()
         slow.bytesPerSecond = bytesPerSecond
+        slow.stallAfterBytes = stallAfter
         origin.setFault(slow, for: path)
+    }
+
+    /// Returns once `version`'s download has received bytes, by its progress events (which
+    /// do not wait for a progress write: a record's count can stay 0 through a stall), or has
+    /// ended.
+    func awaitBytes(_ version: MediaVersion) async {
+        for await event in library.events(for: version) {
+            if case let .progress(p) = event, p.bytesReceived > 0 { return }
+            if event.isFinal { return }
+        }
+    }
+
+    /// Whether the reply to `path` has sent `bytes` of its body (reached its stall there).
+    func sent(_ path: String, _ bytes: Int64) -> Bool {
+        origin.requests.contains { $0.path == path && $0.bodyBytesSent >= bytes }
     }
 }
 
@@ -40,12 +59,13 @@ extension MediaWorld {
         defer { Task { await w.close() } }
         try w.addItem("film2", #"{"Id":"film2","Type":"Movie","Name":"Two Cuts","MediaSources":[{"Id":"cutA","Container":"mkv","Size":6291456},{"Id":"cutB","Container":"mp4","Size":3145728}]}"#)
         let a = try w.addFile("cutA", size: 6 << 20), b = try w.addFile("cutB", size: 3 << 20)
-        w.throttle("/Items/cutA/Download", 2 << 20)
+        w.throttle("/Items/cutA/Download", 2 << 20, stallAfter: 3 << 20)
         let versionA = try await w.library.start(itemId: "film2", versionId: "cutA")
         #expect(versionA == MediaVersion(itemId: "film2", versionId: "cutA"))
         let partial = w.root.appendingPathComponent("Downloads/film2/film2-cutA.mkv.partial")
         #expect(try await eventually { PartialFile.length(at: partial) >= 1 << 20 })
         await w.library.shutdown()   // the app is killed midway
+        w.origin.endStalls()
         let kept = PartialFile.length(at: partial)
         #expect(kept >= 1 << 20 && kept < a.count)
 
@@ -72,11 +92,14 @@ extension MediaWorld {
         defer { Task { await w.close() } }
         try w.addItem("film3", #"{"Id":"film3","Type":"Movie","Name":"Both","MediaSources":[{"Id":"x1","Container":"mp4","Size":2097152},{"Id":"x2","Container":"mp4","Size":1048576}]}"#)
         let x1 = try w.addFile("x1", size: 2 << 20), x2 = try w.addFile("x2", size: 1 << 20)
-        w.throttle("/Items/x1/Download", 2 << 20)
-        w.throttle("/Items/x2/Download", 1 << 20)
+        // Each stalls half way until both are downloading (one left to flow could end first).
+        w.throttle("/Items/x1/Download", 2 << 20, stallAfter: 1 << 20)
+        w.throttle("/Items/x2/Download", 1 << 20, stallAfter: 512 << 10)
         let first = try await w.library.start(itemId: "film3", versionId: "x1")
         let second = try await w.library.start(itemId: "film3", versionId: "x2")
         #expect(try await eventually { try await w.library.inFlight().filter { $0.state == "downloading" }.count == 2 })
+        #expect(try await eventually { w.sent("/Items/x1/Download", 1 << 20) && w.sent("/Items/x2/Download", 512 << 10) })
+        w.origin.endStalls()
         async let r1 = w.library.completion(of: first)
         async let r2 = w.library.completion(of: second)
         let (one, two) = try await (r1, r2)
@@ -92,10 +115,9 @@ extension MediaWorld {
         defer { Task { await w.close() } }
         try w.addItem("film4", #"{"Id":"film4","Type":"Movie","Name":"Steered","MediaSources":[{"Id":"s4","Container":"mp4","Size":4194304}]}"#)
         let data = try w.addFile("s4", size: 4 << 20)
-        w.throttle("/Items/s4/Download", 1 << 20)
-        let started = ContinuousClock.now
+        w.throttle("/Items/s4/Download", 1 << 20, stallAfter: 2 << 20)   // the pause lands before the end
         let version = try await w.library.start(itemId: "film4")
-        #expect(ContinuousClock.now - started < .seconds(3))   // queued, not downloaded: 4 MiB at 1 MiB/s takes 4 s
+        #expect(try await w.library.inFlight().map(\.version) == [version])   // queued, not downloaded
         var sawSpeed = false
         var end: MediaDownloadEvent?
         for await event in w.library.events(for: version) {
@@ -112,6 +134,7 @@ extension MediaWorld {
         #expect(try await w.library.resumeAll().isEmpty)   // paused stays paused at launch unless asked
 
         w.origin.setFault(nil, for: "/Items/s4/Download")
+        w.origin.endStalls()
         try await w.library.resume(version)
         let report = try await w.library.completion(of: version)
         #expect(w.file(report.mediaPath) == data)
@@ -123,7 +146,7 @@ extension MediaWorld {
         // Cancel: the partial, record and job go; nothing is left in the library.
         try w.addItem("film5", #"{"Id":"film5","Type":"Movie","Name":"Dropped","MediaSources":[{"Id":"s5","Container":"mp4","Size":4194304}]}"#)
         try w.addFile("s5", size: 4 << 20)
-        w.throttle("/Items/s5/Download", 512 << 10)
+        w.throttle("/Items/s5/Download", 512 << 10, stallAfter: 1 << 20)
         let dropped = try await w.library.start(itemId: "film5")
         #expect(try await eventually { PartialFile.length(at: w.root.appendingPathComponent("Downloads/film5/film5-s5.mp4.partial")) > 0 })
         try await w.library.cancel(dropped)
@@ -141,11 +164,12 @@ extension MediaWorld {
         defer { Task { await w.close() } }
         try w.addItem("film6", #"{"Id":"film6","Type":"Movie","Name":"Quick","MediaSources":[{"Id":"s6","Container":"mp4","Size":2097152}]}"#)
         let data = try w.addFile("s6", size: 2 << 20)
-        w.throttle("/Items/s6/Download", 1 << 20)
+        w.throttle("/Items/s6/Download", 1 << 20, stallAfter: 1 << 20)
         let version = try await w.library.start(itemId: "film6")
         #expect(try await eventually { PartialFile.length(at: w.root.appendingPathComponent("Downloads/film6/film6-s6.mp4.partial")) > 0 })
         try await w.library.pause(version)
         w.origin.setFault(nil, for: "/Items/s6/Download")
+        w.origin.endStalls()
         try await w.library.resume(version)
         let report = try await w.library.completion(of: version)
         #expect(w.file(report.mediaPath) == data)

@@ -241,8 +241,11 @@ import CourierOrigin
     @Test func subscribersAreSeededAndLateOnesGetTheFinalEvent() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 5 << 20)
-            slow(fx)
-            let d = try fx.downloader()
+            // Stalled at 3 MiB until the subscriber has its first event (a body left to flow
+            // could end before it subscribes, and its first event was the end).
+            var fault = Fault(); fault.bytesPerSecond = 2 << 20; fault.stallAfterBytes = 3 << 20
+            fx.origin.setFault(fault, for: "/f.bin")
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { (try await d.record(id: "x"))?.bytesReceived ?? 0 > 0 })
             var first: DownloadEvent?
@@ -250,7 +253,7 @@ import CourierOrigin
             var monotonic = true
             var sawSpeed = false
             for await e in d.events(for: "x") {
-                if first == nil { first = e }
+                if first == nil { first = e; fx.origin.endStalls() }
                 if case let .progress(p) = e {
                     if p.bytesReceived < lastProgress { monotonic = false }
                     lastProgress = p.bytesReceived

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import CourierCore
 import CourierOrigin
+import CourierTestSupport
 
 /// Every kind of reply a server or CDN gives, against the live origin: the final file's
 /// bytes (or its absence) and the record's state are what is checked.
@@ -23,14 +24,19 @@ import CourierOrigin
 
     /// Starts a download that the origin drops after `dropAfter` bytes, and returns once
     /// the engine is backing off with a non-empty partial: the moment to change the server.
-    private func interruptedDownload(_ fx: Fixture, size: Int = 3 << 20, dropAfter: Int64 = 1 << 20, seed: UInt64 = 1) async throws -> (Downloader, Data) {
+    /// The backoff is on a clock that moves only when `retry` is called, so the retry comes
+    /// after the change however late the test makes it (on a 300 ms backoff of the wall
+    /// clock, a starved test changed the server after the retry).
+    private func interruptedDownload(_ fx: Fixture, size: Int = 3 << 20, dropAfter: Int64 = 1 << 20, seed: UInt64 = 1) async throws -> (d: Downloader, data: Data, retry: @Sendable () -> Void) {
         let data = try fx.serve("f.bin", size: size, seed: seed)
         var drop = Fault(); drop.dropAfterBytes = dropAfter; drop.times = 1
         fx.origin.setFault(drop, for: "/f.bin")
-        let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
+        let clock = ManualEngineClock()
+        let d = try fx.downloader { $0.clock = clock; $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
         try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-        #expect(try await eventually { fx.origin.requests.count >= 1 && fx.partialLength("f.bin") > 0 })
-        return (d, data)
+        let backoff = try await clock.nextWait(.backoff)
+        #expect(fx.origin.requests.count == 1 && fx.partialLength("f.bin") > 0)
+        return (d, data, { clock.advance(to: backoff) })
     }
 
     @Test func plainDownloadIsWholeAndStrongETagIsStored() async throws {
@@ -61,10 +67,11 @@ import CourierOrigin
     @Test func twoHundredToARangeTruncatesAndNeverAppends() async throws {
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
-        let (d, data) = try await interruptedDownload(fx)
+        let (d, data, retry) = try await interruptedDownload(fx)
         // While the engine backs off, make the server ignore ranges.
         var noRange = Fault(); noRange.ignoreRange = true
         fx.origin.setFault(noRange, for: "/f.bin")
+        retry()
         let record = try await d.waitForCompletion(id: "x")
         await d.shutdown()
         #expect(record.state == .completed && record.totalBytes == Int64(data.count))
@@ -119,12 +126,13 @@ import CourierOrigin
     @Test func changedValidatorRestartsAndNeverSplices() async throws {
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
-        let (d, _) = try await interruptedDownload(fx)
+        let (d, _, retry) = try await interruptedDownload(fx)
         // A new version of the file appears on the server while we back off.
         let v2 = try fx.serve("f.bin", size: 3 << 20, seed: 2)
         let later = Date().addingTimeInterval(10)
         try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: fx.served.appendingPathComponent("f.bin").path)
         fx.origin.setFault(nil, for: "/f.bin")
+        retry()
         let record = try await d.waitForCompletion(id: "x")
         await d.shutdown()
         #expect(record.state == .completed)
@@ -153,8 +161,9 @@ import CourierOrigin
         var fault = Fault(); fault.alignRangeStart = 1 << 16
         let fx = try await Fixture()
         defer { Task { await fx.tearDown() } }
-        let (d, data) = try await interruptedDownload(fx, dropAfter: 1_000_003)
+        let (d, data, retry) = try await interruptedDownload(fx, dropAfter: 1_000_003)
         fx.origin.setFault(fault, for: "/f.bin")
+        retry()
         _ = try await d.waitForCompletion(id: "x")
         await d.shutdown()
         #expect(fx.finalData("f.bin") == data)
@@ -166,9 +175,10 @@ import CourierOrigin
         var otherTotal = Fault(); otherTotal.contentRangeTotal = (4 << 20)
         for lie in [shifted, otherTotal] {
             let fx = try await Fixture()
-            let (d, data) = try await interruptedDownload(fx, size: 2 << 20)
+            let (d, data, retry) = try await interruptedDownload(fx, size: 2 << 20)
             var once = lie; once.times = 1
             fx.origin.setFault(once, for: "/f.bin")
+            retry()
             let record = try await d.waitForCompletion(id: "x")
             await d.shutdown()
             #expect(record.state == .completed)
@@ -185,11 +195,13 @@ import CourierOrigin
         let data = try fx.serve("f.bin", size: 1 << 20)
         var fault = Fault(); fault.gzip = true; fault.dropAfterBytes = 300_000; fault.times = 1
         fx.origin.setFault(fault, for: "/f.bin")
-        let d = try fx.downloader { $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
+        let clock = ManualEngineClock()   // the retry waits for the change below
+        let d = try fx.downloader { $0.clock = clock; $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(300), maxDelay: .milliseconds(300), maxAttempts: 5) }
         try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
-        #expect(try await eventually { fx.origin.requests.count >= 1 })
+        let backoff = try await clock.nextWait(.backoff)
         var gz = Fault(); gz.gzip = true
         fx.origin.setFault(gz, for: "/f.bin")
+        clock.advance(to: backoff)
         let record = try await d.waitForCompletion(id: "x")
         await d.shutdown()
         #expect(record.state == .completed)
