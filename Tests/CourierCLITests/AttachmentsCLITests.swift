@@ -47,8 +47,9 @@ import Glibc
             for id in freshIDs { try db.execute(sql: "INSERT INTO checklists (photo_id) VALUES (?)", arguments: [id]) }
         }
 
-        // Downloads are slow (1 MiB/s per connection): the sync is killed while they run.
-        var slow = Fault(); slow.bytesPerSecond = 1 << 20
+        // Downloads are slow (1 MiB/s per connection) and stall after 1 MiB: the sync is
+        // killed while they run, however late the kill comes.
+        var slow = Fault(); slow.bytesPerSecond = 1 << 20; slow.stallAfterBytes = 1 << 20
         origin.setDefaultFault(slow)
         let syncArgs = ["attachments", "sync", "-v", "--db", dbB, "--remote", remote, "--watch-sql", "SELECT photo_id FROM checklists", "--watch-extension", "jpg"]
         let (p, pout, perr) = try CLITests.launch(syncArgs)
@@ -68,6 +69,7 @@ import Glibc
 
         // Restart: everything pending finishes.
         origin.setDefaultFault(nil)
+        origin.endStalls()
         let again = try await CLITests.run(syncArgs)
         #expect(again.status == 0, "\(again.stdout) \(again.stderr.suffix(3000))")
         try await expectNoSyncedWithoutFile(pool, dir: attachmentsB)

@@ -55,7 +55,9 @@ import Glibc
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         let data = try MediaCLITests().jellyfin(w, mediaSize: 8 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 2 << 20
+        // Stalled half way until the pause (a body left to flow could end before the
+        // pausing process is up), as in MediaCLITests.
+        var slow = Fault(); slow.bytesPerSecond = 2 << 20; slow.stallAfterBytes = 4 << 20
         w.origin.setFault(slow, for: "/Items/v1/Download")
         let root = w.base.appendingPathComponent("lib")
         let (p, out, err) = try CLITests.launch(["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1"])
@@ -67,6 +69,7 @@ import Glibc
         #expect(await CLITests.finish(p, out, err).status == 130)
 
         w.origin.setFault(nil, for: "/Items/v1/Download")
+        w.origin.endStalls()
         let resume = try await CLITests.run(["media", "resume", "--root", root.path, "--server", w.origin.url("/"), "--all", "--quiet", "--json"])
         #expect(resume.status == 0, "\(resume.stderr)")
         let list = try #require(try JSONSerialization.jsonObject(with: Data(resume.stdout.utf8)) as? [[String: Any]])

@@ -22,7 +22,7 @@ import Glibc
         defer { Task { await w.close() } }
         let data = try jellyfin(w, mediaSize: 16 << 20)
         w.origin.requireToken("TOKEN-9")
-        var slow = Fault(); slow.bytesPerSecond = 4 << 20
+        var slow = Fault(); slow.bytesPerSecond = 4 << 20; slow.stallAfterBytes = 8 << 20   // the kill lands before the end
         w.origin.setFault(slow, for: "/Items/v1/Download")
         let root = w.base.appendingPathComponent("lib")
         let args = ["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film1"]
@@ -37,6 +37,7 @@ import Glibc
         #expect(kept >= 3 << 20 && kept < data.count)
 
         w.origin.setFault(nil, for: "/Items/v1/Download")
+        w.origin.endStalls()
         w.origin.clearRequests()
         let again = try await CLITests.run(args)
         #expect(again.status == 0, "\(again.stderr)")
@@ -132,7 +133,7 @@ import Glibc
         let a = try w.serve("jellyfin/media/va", size: 12 << 20)
         let b = Data(a.prefix(3 << 20).reversed())
         try b.write(to: w.served.appendingPathComponent("jellyfin/media/vb"))
-        var slow = Fault(); slow.bytesPerSecond = 4 << 20
+        var slow = Fault(); slow.bytesPerSecond = 4 << 20; slow.stallAfterBytes = 6 << 20   // the kill lands before the end
         w.origin.setFault(slow, for: "/Items/va/Download")
         let root = w.base.appendingPathComponent("lib")
         let base = ["media", "download", "--root", root.path, "--server", w.origin.url("/"), "film2"]
@@ -151,6 +152,7 @@ import Glibc
         #expect(PartialFileSize.of(partial) == kept)   // A's bytes untouched
 
         w.origin.setFault(nil, for: "/Items/va/Download")
+        w.origin.endStalls()
         w.origin.clearRequests()
         let resumed = try await CLITests.run(base + ["--version-id", "va"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
@@ -214,7 +216,7 @@ import Glibc
         #expect(third.status == 0 && third.stdout == film.path + "\n")
         #expect(try Data(contentsOf: film) == data)
         // Rule 4: in flight in another process → nothing is done.
-        var slow = Fault(); slow.bytesPerSecond = 50_000
+        var slow = Fault(); slow.bytesPerSecond = 50_000; slow.stallAfterBytes = 150_000   // in flight until killed (named by a progress write before)
         w.origin.setFault(slow, for: "/Items/v1/Download")
         try FileManager.default.removeItem(at: film)
         let (p, out, err) = try CLITests.launch(open + ["-q"])
