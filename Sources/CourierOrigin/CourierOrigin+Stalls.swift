@@ -2,7 +2,8 @@ import Foundation
 
 extension CourierOrigin {
     /// Lets the reply to every request already received go on sending: one in its stall
-    /// (``Fault/stallAfterBytes``) at once, one short of it without stalling. A test stalls a
+    /// (``Fault/stallAfterBytes``, or before its head: ``Fault/headerDelaySeconds``) at once,
+    /// one short of it without stalling. A test stalls a
     /// reply for as long as it needs, then lets it go when what it waits for has happened,
     /// instead of betting on how fast the loaded machine is, and whether the reply had
     /// reached its stall by then is no matter (it was: a reply not yet at its stall stalled

@@ -177,7 +177,7 @@ public final class CourierOrigin: Sendable {
         var f = active ? fault : Fault()
         f.bytesPerSecond = fault.bytesPerSecond   // throttling is the link's, not a fault: it outlives `times`
         let keepAlive = head.isKeepAlive
-        if let wait = f.headerDelaySeconds { try await Task.sleep(for: .seconds(wait)) }
+        if let wait = f.headerDelaySeconds { try await stallReply(for: wait, since: stallGeneration) }   // a stall before the head
 
         if let requiredAuth, head.headers.first(name: "Authorization") != requiredAuth {
             record.status = 401

@@ -35,6 +35,7 @@ public struct Fault: Sendable, Equatable, Codable {
     /// How long a stall lasts (query: `stallsecs`, default 3600).
     public var stallSeconds: Double = 3600
     /// Seconds before the reply's head is sent: a server slow to answer (query: `headerdelay`).
+    /// ``CourierOrigin/endStalls()`` ends it early, as it does a stall.
     public var headerDelaySeconds: Double?
     /// Serve a range from this many bytes before the asked start, aligned down to a
     /// multiple of this value, with an honest Content-Range (query: `align`).

@@ -82,13 +82,14 @@ package final class ManualEngineClock: EngineClock {
     /// checked against.
     package var asked: [(purpose: EngineWait, length: Duration)] { state.withLock { $0.asked.map { ($0.0, $0.1) } } }
 
-    /// Returns the earliest deadline of a wait for `purpose` once the engine is in one. The
-    /// test's own real-time limit (`within`) only stops a test whose engine never waits so:
-    /// that is a failure, not a timing window the engine's behaviour depends on.
-    package func nextWait(_ purpose: EngineWait, within limit: Duration = .seconds(60)) async throws -> ContinuousClock.Instant {
+    /// Returns the earliest deadline of a wait for `purpose` once the engine is in one (with a
+    /// deadline past `after`, when given: the wait a loop starts after the one that ended).
+    /// The test's own real-time limit (`within`) only stops a test whose engine never waits
+    /// so: that is a failure, not a timing window the engine's behaviour depends on.
+    package func nextWait(_ purpose: EngineWait, after earlier: ContinuousClock.Instant? = nil, within limit: Duration = .seconds(60)) async throws -> ContinuousClock.Instant {
         let giveUp = ContinuousClock.now + limit
         while ContinuousClock.now < giveUp {
-            if let deadline = waiting(purpose).first { return deadline }
+            if let deadline = waiting(purpose).first(where: { earlier == nil || $0 > earlier! }) { return deadline }
             try await Task.sleep(for: .milliseconds(2))
         }
         throw CourierError(.timeout, "the engine never waited for \(purpose.rawValue) within \(limit)")

@@ -17,7 +17,9 @@ import Testing
     private func check(_ kind: ButtonCase, _ fx: Fixture) async throws {
         do {
             let data = try fx.serve("v.mp4", size: 300_000)
-            let d = try fx.downloader()
+            // A progress write on every chunk: an in-flight small download is named (and its
+            // partial seen) with its first bytes, not only after a second of them.
+            let d = try fx.downloader { $0.progressPersistInterval = .zero }
             let request = DownloadRequest(id: "video_1", url: fx.url("v.mp4"), destination: "videos/v.mp4")
             let file = fx.root.appendingPathComponent("videos/v.mp4")
             switch kind {
@@ -27,7 +29,7 @@ import Testing
                 _ = try await d.waitForCompletion(id: "video_1")
                 if kind == .completeButMissing { try FileManager.default.removeItem(at: file) }
             case .inFlight, .paused:
-                var slow = Fault(); slow.bytesPerSecond = 100_000
+                var slow = Fault(); slow.bytesPerSecond = 100_000; slow.stallAfterBytes = 200_000   // in flight until let go
                 fx.origin.setFault(slow, for: "/v.mp4")
                 try await d.enqueue(request)
                 #expect(try await eventually { fx.partialLength("videos/v.mp4") > 0 })
@@ -43,7 +45,7 @@ import Testing
             let button = DownloadButton(downloader: d, opens: opens)
             let verdict = DownloadButtonRules.decide(button.holding(try await d.record(id: "video_1")), opens: opens)
             #expect(ButtonCase.words(verdict) == kind.expected)
-            if kind != .inFlight { fx.origin.setFault(nil, for: "/v.mp4") }
+            if kind != .inFlight { fx.origin.setFault(nil, for: "/v.mp4"); fx.origin.endStalls() }
             let action = try await button.press(request)
             switch action {
             case let .open(opened):
@@ -53,6 +55,7 @@ import Testing
             case .inProgress:
                 #expect(kind == .inFlight)
                 fx.origin.setFault(nil, for: "/v.mp4")
+                fx.origin.endStalls()
             case .downloadStarted:
                 // Rule 7 cleaned up first: a fresh download from zero, to the right bytes.
                 #expect([ButtonCase.noRecord, .completeButMissing, .paused, .failed].contains(kind))

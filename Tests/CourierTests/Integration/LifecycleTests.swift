@@ -3,6 +3,7 @@ import GRDB
 import Testing
 @_spi(Testing) @testable import CourierCore
 import CourierOrigin
+import CourierTestSupport
 
 @Suite(.serialized) struct LifecycleTests {
     private func slow(_ fx: Fixture, rate: Int64 = 2 << 20) {
@@ -68,7 +69,9 @@ import CourierOrigin
     @Test func aCancelThatArrivesAsTheRunCompletesStillRemovesTheRecord() async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 100_000)
-            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(10); $0.leaseDuration = .seconds(60) }
+            // The test pause is on a clock that never moves: the run stays in the window until
+            // the cancel (it had 10 s of the wall clock, which a loaded machine can spend first).
+            let d = try fx.downloader { $0.clock = ManualEngineClock(); $0.pauseAfterCompleting = .seconds(10); $0.leaseDuration = .seconds(60) }
             let stream = d.events()
             let events = Task { var ends: [DownloadEnd] = []; for await e in stream { if let end = e.end { ends.append(end) } }; return ends }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
@@ -93,13 +96,25 @@ import CourierOrigin
     @Test(arguments: [false, true]) func aHeartbeatAfterTheCompletingWriteLeavesTheRunCompleted(stopHere: Bool) async throws {
         try await withFixture { fx in
             let data = try fx.serve("f.bin", size: 100_000)
-            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(stopHere ? 30 : 4); $0.leaseDuration = .seconds(stopHere ? 60 : 3) }   // 3 s: a tick a second
+            // On the engine's clock, moved by the test: the heartbeat ticks after the cancel
+            // and inside the window, every time (on the wall clock: almost always).
+            let clock = ManualEngineClock()
+            let d = try fx.downloader { $0.clock = clock; $0.pauseAfterCompleting = .seconds(30); $0.leaseDuration = .seconds(60) }   // a tick every 20 s, inside the window
             let other = try fx.downloader()
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "x") } }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { try await d.record(id: "x")?.state == .completed })
-            try await other.cancel(id: "x")   // before the next tick, almost always
-            if stopHere { try? await d.pause(id: "x") }   // the download is gone: the pause itself may say so
+            let window = try await clock.nextWait(.testPause)   // the run holds there
+            try await other.cancel(id: "x")
+            if stopHere {
+                try? await d.pause(id: "x")   // the download is gone: the pause itself may say so
+            } else {
+                let tick = try #require(clock.waiting(.heartbeat).first)
+                #expect(tick < window)
+                clock.advance(to: tick)   // the heartbeat finds the record gone...
+                _ = try await clock.nextWait(.heartbeat, after: tick)   // ...and, the run completing, goes on
+                clock.advance(to: window)
+            }
             let ended = await waiter.value
             #expect(ended == nil, "ended \(String(describing: ended)), not completed")
             #expect(fx.finalData("f.bin") == data)
@@ -112,12 +127,12 @@ import CourierOrigin
     @Test(arguments: ["pause", "shutdown"]) func aPauseOrShutdownThatArrivesAsTheRunCompletesEndsCompleted(_ stop: String) async throws {
         try await withFixture { fx in
             try fx.serve("f.bin", size: 100_000)
-            let d = try fx.downloader { $0.pauseAfterCompleting = .seconds(10); $0.leaseDuration = .seconds(60) }
+            let d = try fx.downloader { $0.clock = ManualEngineClock(); $0.pauseAfterCompleting = .seconds(10); $0.leaseDuration = .seconds(60) }   // held until the stop
             let stream = d.events(for: "x")
             let events = Task { var ends: [DownloadEnd] = []; for await e in stream { if let end = e.end { ends.append(end) } }; return ends }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { try await d.record(id: "x")?.state == .completed })
-            #expect(await d.runningIDs == ["x"])   // held in the window (the heartbeat, every 20 s here, would end it)
+            #expect(await d.runningIDs == ["x"])   // held in the window
             if stop == "pause" { try await d.pause(id: "x") } else { await d.shutdown() }
             let ends = await events.value
             if case .completed = ends.first, ends.count == 1 {} else { Issue.record("\(stop): the run ended \(ends), not completed") }

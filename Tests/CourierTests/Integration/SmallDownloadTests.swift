@@ -143,12 +143,17 @@ import Testing
     @Test func aCancelBetweenTheRenameAndTheCompletionLeavesNoFile() async throws {
         try await withFixture { fx in
             try fx.serve("r.bin", size: 300_000)
-            let d = try fx.downloader { $0.pauseAfterRename = .seconds(4) }
+            // The window is on a clock the test moves after the cancel (4 s of the wall clock
+            // could pass before a loaded machine cancels).
+            let clock = ManualEngineClock()
+            let d = try fx.downloader { $0.clock = clock; $0.pauseAfterRename = .seconds(4) }
             let other = try fx.downloader()
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "r") } }
             try await d.enqueue(DownloadRequest(id: "r", url: fx.url("r.bin"), destination: "r.bin"))
-            #expect(try await eventually { fx.exists("r.bin") })   // renamed; the record not yet completed
+            let window = try await clock.nextWait(.testPause)
+            #expect(fx.exists("r.bin"))   // renamed; the record not yet completed
             try await other.cancel(id: "r")
+            clock.advance(to: window)
             #expect(await waiter.value == CourierError.Code.cancelled.rawValue)
             #expect(!fx.exists("r.bin") && !fx.exists("r.bin.partial"))
             #expect(try await fx.database().record(id: "r") == nil)
@@ -164,7 +169,7 @@ import Testing
     @Test func aCancelInThisProcessAfterTheRenameEndsCompleted() async throws {
         try await withFixture { fx in
             let data = try fx.serve("r.bin", size: 300_000)
-            let d = try fx.downloader { $0.pauseAfterRename = .seconds(30) }   // the cancel cuts it short
+            let d = try fx.downloader { $0.clock = ManualEngineClock(); $0.pauseAfterRename = .seconds(30) }   // the cancel cuts it short
             let waiter = Task { await errorCode { _ = try await d.waitForCompletion(id: "r") } }
             try await d.enqueue(DownloadRequest(id: "r", url: fx.url("r.bin"), destination: "r.bin"))
             #expect(try await eventually { fx.exists("r.bin") })
@@ -183,7 +188,9 @@ import Testing
     @Test(arguments: [true, false]) func aCancelElsewhereBeforeThePartialExistsLeavesNoPartial(hook: Bool) async throws {
         try await withFixture { fx in
             try fx.serve("w.bin", size: hook ? 300_000 : 3_000_000)
-            var fault = Fault(); fault.headerDelaySeconds = 3; fault.bytesPerSecond = 2_000_000
+            // The head waits until the test lets it go (after the cancel), not for 3 s of a
+            // clock a loaded machine can spend before the cancel.
+            var fault = Fault(); fault.headerDelaySeconds = 3600; fault.bytesPerSecond = 2_000_000
             fx.origin.setFault(fault, for: "/w.bin")
             let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
             if hook { try d.onCompletion(ofIDsWithPrefix: "w") { _, _ in } }
@@ -191,8 +198,10 @@ import Testing
             let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "w") { if let end = e.end { return end } }; return nil }
             try await d.enqueue(DownloadRequest(id: "w", url: fx.url("w.bin"), destination: "w.bin"))
             #expect(try await eventually { try await fx.database().record(id: "w")?.state == .downloading })
+            #expect(try await eventually { fx.origin.requests.count == 1 })   // the request is in; its head waits
             #expect(!fx.exists("w.bin.partial"))   // still waiting for the reply
             try await other.cancel(id: "w")
+            fx.origin.endStalls()
             #expect(await ended.value == .cancelled)
             #expect(!fx.exists("w.bin") && !fx.exists("w.bin.partial"))
             await d.shutdown(); await other.shutdown()
