@@ -184,12 +184,17 @@ func waitFor(_ timeout: Duration = .seconds(20), _ condition: () async throws ->
             $0.retryPolicy = RetryPolicy(baseDelay: .milliseconds(50), maxDelay: .seconds(10))
         }
         try await device.queue.startSync()
+        let started = ContinuousClock.now
         let a = try await device.queue.saveFile(data: Data("x".utf8), mediaType: nil, fileExtension: "txt")
-        try await Task.sleep(for: .seconds(2))
+        #expect(try await waitFor(.seconds(60)) { await broken.attempts >= 3 })   // it retries...
         let attempts = await broken.attempts
+        let elapsed = (ContinuousClock.now - started).timeInterval
         await device.queue.stopSync()
-        // Backoff 50 ms doubling (with jitter): about 6 tries in 2 s, never hundreds.
-        #expect(attempts >= 3 && attempts <= 10, "\(attempts) attempts")
+        // ...with a backoff of 50 ms doubling (at least half of it, with jitter): in t
+        // seconds about 1 + log2(t / 25 ms + 1) tries (3 more allowed), never hundreds. (A bound from the
+        // time it took: a loaded machine makes fewer tries, not more; it was "3 to 10 in a
+        // 2 s sleep", which a starved test could miss from below.)
+        #expect(Double(attempts) <= 4 + log2(elapsed / 0.025 + 1), "\(attempts) attempts in \(elapsed) s")
         #expect(try await device.state(a.id) == .queuedUpload)   // still waiting, not archived
     }
 

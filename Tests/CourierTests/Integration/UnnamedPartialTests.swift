@@ -1,4 +1,5 @@
 import CourierOrigin
+import CourierTestSupport
 import Foundation
 import Testing
 @_spi(Testing) @testable import CourierCore
@@ -94,16 +95,24 @@ import Testing
     /// gone: the name it had just given is taken back, and nothing is left.
     @Test func aCancelElsewhereBeforeTheFirstProgressWriteLeavesNoName() async throws {
         try await withFixture { fx in
+            // The body stalls at 300 kB and the progress write waits for 3 s of a clock the
+            // test moves: the cancel comes before that write every time (on the wall clock, a
+            // starved test could cancel after it, or after the end).
             try fx.serve("p.bin", size: 900_000)
-            var fault = Fault(); fault.bytesPerSecond = 150_000
+            var fault = Fault(); fault.bytesPerSecond = 150_000; fault.stallAfterBytes = 300_000
             fx.origin.setFault(fault, for: "/p.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(3) }
+            let clock = ManualEngineClock()
+            let d = try fx.downloader { $0.clock = clock; $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .seconds(3) }
             let other = try fx.downloader()
-            let ended = try await SmallDownloadTests.startAndAwaitBytes(fx, d, id: "p", file: "p.bin")
+            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "p") { if let end = e.end { return end } }; return nil }
+            try await d.enqueue(DownloadRequest(id: "p", url: fx.url("p.bin"), destination: "p.bin"))
+            #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == 300_000 })
             #if os(Linux)
             #expect(!fx.exists("p.bin.partial"))
             #endif
             try await other.cancel(id: "p")
+            clock.advance(by: .seconds(3))
+            fx.origin.endStalls()   // the next chunk makes the first progress write
             #expect(await ended.value == .cancelled)
             #expect(!fx.exists("p.bin") && !fx.exists("p.bin.partial"))
             await d.shutdown(); await other.shutdown()
