@@ -67,11 +67,17 @@ package final class ManualEngineClock: EngineClock {
         let due = state.withLock { s -> [Sleeper] in
             s.elapsed = elapsed(s.elapsed)
             let now = origin + s.elapsed
-            let ids = s.sleepers.filter { $0.value.deadline <= now }.map(\.key)
+            // In the order of their deadlines, then of their beginning: the same every run
+            // (a dictionary's order is the process's own).
+            let ids = s.sleepers.filter { $0.value.deadline <= now }.sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }.map(\.key)
             return ids.compactMap { s.sleepers.removeValue(forKey: $0) }
         }
         for sleeper in due { sleeper.continuation.resume() }
     }
+
+    /// The earliest deadline of any wait under way now (the simulator moves time to it when
+    /// nothing else can happen).
+    package var earliestWait: ContinuousClock.Instant? { state.withLock { $0.sleepers.values.map(\.deadline).min() } }
 
     /// The deadlines of the waits for `purpose` under way now, earliest first.
     package func waiting(_ purpose: EngineWait) -> [ContinuousClock.Instant] {

@@ -31,7 +31,7 @@ extension DownloadRun {
     /// guarded write finds out).
     func stillMine() async -> Bool {
         let db = self.db, id = self.id, owner = context.owner
-        return await Task {
+        return await EngineExecutor.current.task {
             do {
                 guard let record = try await db.record(id: id) else { return false }
                 return record.state == .downloading && !owner.isBlocked(by: record)

@@ -47,7 +47,7 @@ extension Downloader {
             return stream
         }
         let database = context.database
-        Task {
+        EngineExecutor.current.task {
             var snapshot: [DownloadEvent] = []
             if let record = try? await database.record(id: id) {   // no snapshot when the store cannot be read: live events still come
                 snapshot.append(.progress(DownloadProgress(id: id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes)))
@@ -71,7 +71,7 @@ extension Downloader {
         let (key, stream) = hub.subscribeAll(seeded: !replayingStored)
         guard replayingStored else { return stream }
         let database = context.database
-        Task {
+        EngineExecutor.current.task {
             let records = (try? await database.allRecords()) ?? []   // unreadable: live events still come
             hub.seed(key, with: records.flatMap { record in
                 [.progress(DownloadProgress(id: record.id, bytesReceived: record.bytesReceived, totalBytes: record.totalBytes)),

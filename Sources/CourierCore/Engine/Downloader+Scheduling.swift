@@ -47,15 +47,16 @@ extension Downloader {
         let exclude = Set(adopted.keys).union(running.keys)
         let database = context.database, owner = context.owner
         let logger = context.logger, clock = context.configuration.clock
-        Task {
+        EngineExecutor.current.task {
             do {
-                self.refilled(try await database.nextQueued(limit: limit, excluding: exclude, owner: owner))
+                let page = try await database.nextQueued(limit: limit, excluding: exclude, owner: owner)
+                await self.refilled(page)
             } catch {
                 // A failed read is not an empty queue: the queue stays to drain, read again
                 // after a second (a busy or briefly locked database passes).
                 logger.warning("reading the queue failed; trying again in 1 s: \(error)")
                 try? await clock.sleep(for: .seconds(1), .queueRefill)   // cancelled only with the process: the retry below is then moot
-                self.refillFailed()
+                await self.refillFailed()
             }
         }
     }
@@ -87,8 +88,8 @@ extension Downloader {
         let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id],
                               limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0, clock: context.configuration.clock) },
                               partialIsWhole: wholePartials.remove(id) != nil)
-        let runTask = Task { await run.run() }
-        let supervisor = Task {
+        let runTask = EngineExecutor.current.task { await run.run() }
+        let supervisor = EngineExecutor.current.task {
             let outcome = await runTask.value
             await self.runEnded(id, outcome)
         }

@@ -38,6 +38,10 @@ public struct DownloaderConfiguration: Sendable {
     /// test's that moves only when the test says.
     package var clock: any EngineClock = SystemEngineClock()
 
+    /// The retry backoff's jitter, a number in 0...1 per wait: random, or the simulator's
+    /// drawn from its seed (so the same seed waits the same).
+    package var retryJitter: @Sendable () -> Double = { Double.random(in: 0...1) }
+
     /// Connections per download when a request does not say (default 1); see
     /// ``DownloadRequest/connections``.
     public var connectionsPerDownload: Int = 1

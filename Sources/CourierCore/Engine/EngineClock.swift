@@ -16,6 +16,9 @@ package enum EngineWait: String, Sendable, CaseIterable {
     case rateLimit
     /// A test's pause inside a run (`pauseAfterRename`, `pauseAfterCompleting`).
     case testPause
+    /// Not the engine's own: a simulated network's delay (the simulator's transport), on
+    /// the same clock as the engine's waits.
+    case simulatedNetwork
 }
 
 /// The one clock the engine reads time from and waits on (issue 46): the system's

@@ -58,7 +58,7 @@ public final class HandOffProgress: Sendable {
             return keptBytes + written
         }
         guard let persist else { return }
-        Task { [database, id] in
+        EngineExecutor.current.task { [database, id, state] in
             // A display only: a failed write is simply replaced by the next one.
             try? await database.noteHandOffProgress(id: id, bytes: persist)
             state.withLock { $0.persisting = false }

@@ -71,7 +71,7 @@ final class ProgressTicker: Sendable {
             return !s.ticking
         }
         if startTicking {
-            Task { [self] in await tick() }
+            EngineExecutor.current.task { [self] in await tick() }
         }
         return slot
     }

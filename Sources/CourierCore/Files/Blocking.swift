@@ -9,7 +9,8 @@ enum Blocking {
     private static let pool = BlockingPool(threads: max(2, ProcessInfo.processInfo.activeProcessorCount))
 
     static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
+        if EngineExecutor.current.runsInline { return try body() }   // the simulator: on its one thread
+        return try await withCheckedThrowingContinuation { continuation in
             pool.submit { continuation.resume(with: Result { try body() }) }
         }
     }

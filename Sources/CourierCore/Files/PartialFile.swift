@@ -189,7 +189,7 @@ public final class PartialFile {
     }
 
     static func launch(_ job: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) -> Task<Bool, any Error> {
-        Task { try await Blocking.run { try writeWhole(job, length: length, at: offset, direct: direct, buffered: buffered, url: url) } }
+        EngineExecutor.current.throwingTask { try await Blocking.run { try writeWhole(job, length: length, at: offset, direct: direct, buffered: buffered, url: url) } }
     }
 
     /// A background write: the whole buffer at `offset`, directly when the file system

@@ -112,7 +112,7 @@ extension DownloadRun {
             // Whatever stopped the ranges (pause, a lost connection, a kill of this task),
             // their flushed progress is persisted, from a task that is not cancelled.
             let snapshot = board.snapshot, run = self
-            _ = await Task {
+            _ = await EngineExecutor.current.task {
                 await run.context.bestEffort("saving the ranges' progress", id: run.id) { _ = try await run.saveRanges(snapshot, of: partialURL) }
             }.value
             if let restart = error as? SegmentRestart { return .restart(restart.reason) }
@@ -176,7 +176,7 @@ extension DownloadRun {
     private func fetchRange(_ index: Int, board: SegmentBoard, terms: SegmentTerms, url: RangeURL, partialURL: URL, firstBody: TransportBody?) async throws {
         // Net progress for a range: its bytes passing its mark (RetryBudget); the budget
         // outlives this attempt of the run (rangeBudgets).
-        var retries = rangeBudgets.withLock { $0[index] } ?? RetryBudget(policy: config.retryPolicy, kept: board.segment(index)?.received ?? 0)
+        var retries = rangeBudgets.withLock { $0[index] } ?? RetryBudget(policy: config.retryPolicy, kept: board.segment(index)?.received ?? 0, jitter: config.retryJitter)
         var pending = firstBody
         while true {
             try Task.checkCancellation()

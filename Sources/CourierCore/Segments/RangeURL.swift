@@ -44,7 +44,7 @@ actor RangeRefresh {
     /// unless `sent` is that answer and it had worked; then the refresher is asked again.
     func answer(afterDenialOf sent: URL, _ ask: @escaping @Sendable () async throws -> String?) async throws -> URL? {
         if let asked, !(worked && sent == fresh) { return try await asked.value }
-        let task = Task { try await ask().map { try URLPolicy.validate($0) } }
+        let task = EngineExecutor.current.throwingTask { try await ask().map { try URLPolicy.validate($0) } }
         asked = task
         worked = false
         let url = try await task.value
@@ -69,7 +69,7 @@ actor RangeRefresh {
 
     /// The run's own refresh (a denial of its first request) gave `url`: ranges go on with it.
     func adopt(_ url: URL) {
-        asked = Task { url }
+        asked = EngineExecutor.current.throwingTask { url }
         fresh = url
         worked = false
         given += 1

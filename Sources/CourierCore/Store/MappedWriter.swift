@@ -11,7 +11,10 @@ package struct MappedWriter: Sendable {
 
     /// Runs a write transaction.
     package func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        do { return try await writer.write(body) } catch let e as CourierError { throw e } catch {
+        do {
+            if EngineExecutor.current.runsInline { return try Self.writeInline(writer, body) }   // the simulator: on its one thread
+            return try await writer.write(body)
+        } catch let e as CourierError { throw e } catch {
             throw Self.mapped(error, "database write failed")
         }
     }
@@ -27,7 +30,8 @@ package struct MappedWriter: Sendable {
     package func writeDurably<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
         let writer = self.writer
         do {
-            return try await Task { try await Self.durably(writer, body) }.value
+            if EngineExecutor.current.runsInline { return try Self.durablyInline(writer, body) }   // the simulator: on its one thread
+            return try await EngineExecutor.current.throwingTask { try await Self.durably(writer, body) }.value
         } catch let e as CourierError { throw e } catch {
             throw Self.mapped(error, "database write failed")
         }
@@ -50,9 +54,37 @@ package struct MappedWriter: Sendable {
         }
     }
 
+    /// GRDB's blocking write and read (from a function that is not async, so the blocking
+    /// overloads are the ones chosen), for the simulator: on its one thread.
+    private static func writeInline<T: Sendable>(_ writer: any DatabaseWriter, _ body: @Sendable @escaping (Database) throws -> T) throws -> T {
+        try writer.write(body)
+    }
+
+    private static func readInline<T: Sendable>(_ writer: any DatabaseWriter, _ body: @Sendable @escaping (Database) throws -> T) throws -> T {
+        try writer.read(body)
+    }
+
+    /// The same, on the caller's thread (the simulator's).
+    private static func durablyInline<T: Sendable>(_ writer: any DatabaseWriter, _ body: @Sendable @escaping (Database) throws -> T) throws -> T {
+        try writer.writeWithoutTransaction { db in
+            let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
+            if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
+            defer { if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") } }
+            var result: T?
+            try db.inTransaction {
+                result = try body(db)
+                return .commit
+            }
+            return result!
+        }
+    }
+
     /// Runs a read.
     package func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        do { return try await writer.read(body) } catch let e as CourierError { throw e } catch {
+        do {
+            if EngineExecutor.current.runsInline { return try Self.readInline(writer, body) }   // the simulator: on its one thread
+            return try await writer.read(body)
+        } catch let e as CourierError { throw e } catch {
             throw Self.mapped(error, "database read failed")
         }
     }
