@@ -1,0 +1,247 @@
+import CourierTestSupport
+import Foundation
+import GRDB
+import Logging
+@testable import CourierCore
+
+/// One seed's world (issue 46): the real `Downloader` (its scheduler, runs, lifecycle, idle
+/// watchdog, ticker, lease heartbeat, completion and stops) over the ``SimulatedServer``, on
+/// the engine's clock and the ``SimulationExecutor``, with an app that pauses, resumes and
+/// cancels at moments drawn from the seed, itself or from another process (a second
+/// downloader on the same database). It returns a trace of what happened (the same for
+/// the same seed, byte for byte) and the invariants it found broken.
+struct SimulationScenario {
+    /// The outcome of one seed.
+    struct Outcome: Sendable {
+        var trace: [String] = []
+        var violations: [String] = []
+    }
+
+    /// What the invariants read, in the one order the simulator ran it.
+    enum Entry: Sendable {
+        /// The app began (`done` false) or finished an action on a download.
+        case app(id: String, action: String, done: Bool, ok: Bool)
+        case downloading(id: String)
+        case ended(id: String, DownloadEnd)
+        case request(path: String)
+    }
+
+    /// A log written from the simulator's one thread, stamped with the engine's time.
+    final class Trace: @unchecked Sendable { // only the simulator's thread writes
+        private let lock = NSLock()
+        private var lines: [String] = []
+        private var entries: [Entry] = []
+        let clock: ManualEngineClock
+        private let origin: ContinuousClock.Instant
+        init(clock: ManualEngineClock) { self.clock = clock; origin = clock.now }
+        func add(_ line: String, _ entry: Entry? = nil) {
+            let ms = (clock.now - origin).components
+            let stamp = ms.seconds * 1000 + ms.attoseconds / 1_000_000_000_000_000
+            lock.lock(); lines.append("\(stamp) \(line)"); if let entry { entries.append(entry) }; lock.unlock()
+        }
+        var all: [String] { lock.lock(); defer { lock.unlock() }; return lines }
+        var journal: [Entry] { lock.lock(); defer { lock.unlock() }; return entries }
+    }
+
+    let seed: UInt64
+    let directory: URL
+
+    /// Runs the seed's world to its end (every download completed, failed or cancelled) and
+    /// checks it. Call it through ``SimulationExecutor/simulate(seed:clock:maxSteps:maxTime:_:)``.
+    func run(clock: ManualEngineClock) async -> Outcome {
+        var rng = SplitMix(seed: seed)
+        let trace = Trace(clock: clock)
+        let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
+                                     partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace)
+        var outcome = Outcome()
+        do {
+            let database = try CourierDatabase(writer: try Self.freshDatabase())
+            var configuration = DownloaderConfiguration(rootDirectory: directory)
+            let jitter = Locked(SplitMix(seed: rng.next()))
+            configuration.clock = clock
+            configuration.retryJitter = { jitter.withLock { Double($0.next() % 1000) / 1000 } }
+            configuration.retryPolicy = RetryPolicy(baseDelay: .seconds(1), maxDelay: .seconds(16), maxAttempts: 4)
+            configuration.idleTimeout = .seconds(30)
+            configuration.freeSpaceReserve = 0
+            configuration.minSegmentSize = 256 << 10
+            configuration.maxConcurrentDownloads = 1 + Int(rng.next() % 3)
+            let quiet = Logger(label: "simulation", factory: { _ in SwiftLogNoOpLogHandler() })
+            let downloader = Downloader(configuration: configuration, database: database, transport: SimulatedTransport(server: server), logger: quiet)
+            // Another process on the same database (a second downloader, with a lease owner of
+            // its own): it pauses, cancels and resumes downloads the first one runs.
+            let elsewhere = Downloader(configuration: configuration, database: database, transport: SimulatedTransport(server: server), logger: quiet)
+
+            // The downloads: one to three files of sizes that take every path (empty, small and
+            // unnamed, over 1 MiB and named, segmented).
+            let count = 1 + Int(rng.next() % 3)
+            var ids: [String] = []
+            let events = downloader.events()
+            let watcher = EngineExecutor.current.task {
+                for await event in events { Self.note(event, in: trace) }
+            }
+            for i in 0..<count {
+                let size = [0, 5_000, 200_000, 700_000, 1_300_000][Int(rng.next() % 5)]
+                let path = "/f\(i).bin"
+                server.serve(path, size: size)
+                let connections = size > 512 << 10 && rng.next() % 2 == 0 ? 2 : 1
+                let id = "d\(i)"
+                ids.append(id)
+                _ = try await downloader.enqueue(DownloadRequest(id: id, url: "http://simulated\(path)", destination: "f\(i).bin", connections: connections))
+                trace.add("app: enqueue \(id) \(size) B, \(connections) connection(s)")
+            }
+
+            // The app: pauses, resumes and cancels at moments drawn from the seed.
+            for _ in 0..<Int(rng.next() % 5) {
+                try? await clock.sleep(for: .milliseconds(Int64(rng.next() % 3000)), .simulatedNetwork)
+                let id = ids[Int(rng.next() % UInt64(ids.count))]
+                let action = ["pause", "resume", "cancel", "pause+resume", "pause elsewhere", "cancel elsewhere", "resume elsewhere"][Int(rng.next() % 7)]
+                var result = "ok"
+                trace.add("app: \(action) \(id)", .app(id: id, action: action, done: false, ok: true))
+                do {
+                    switch action {
+                    case "pause": try await downloader.pause(id: id)
+                    case "resume": try await downloader.resume(id: id)
+                    case "cancel": try await downloader.cancel(id: id)
+                    case "pause elsewhere": try await elsewhere.pause(id: id)
+                    case "cancel elsewhere": try await elsewhere.cancel(id: id)
+                    case "resume elsewhere": try await elsewhere.resume(id: id)
+                    default: try await downloader.pause(id: id); try await downloader.resume(id: id)
+                    }
+                } catch let error as CourierError { result = error.code.rawValue } catch { result = "\(error)" }
+                trace.add("app: \(action) \(id): \(result)", .app(id: id, action: action, done: true, ok: result == "ok"))
+                // A stop the app was told took effect has: the record says so at once.
+                if result == "ok", action == "pause" || action == "cancel" {
+                    let state = try await downloader.record(id: id)?.state
+                    let allowed: [DownloadState?] = action == "pause" ? [.paused, .completed, .failed] : [nil]
+                    if !allowed.contains(state) { outcome.violations.append("\(id): \(action) said done, and the record is \(state.map { "\($0)" } ?? "gone")") }
+                }
+            }
+
+            // Then every paused download is resumed, and the world runs until each ended.
+            var rounds = 0
+            while true {
+                var open: [String] = []
+                for id in ids {
+                    let record = try await downloader.record(id: id)
+                    if record?.state == .paused {
+                        trace.add("app: resume \(id) at the end", .app(id: id, action: "resume", done: false, ok: true))
+                        _ = try? await downloader.resume(id: id)
+                    }
+                    if let state = record?.state, state != .completed, state != .failed { open.append(id) }
+                }
+                if open.isEmpty { break }
+                rounds += 1
+                if rounds > 7200 { outcome.violations.append("liveness: \(open) did not end within 2 hours of the engine's time"); break }
+                try? await clock.sleep(for: .seconds(1), .simulatedNetwork)
+            }
+            await downloader.shutdown()
+            await elsewhere.shutdown()
+            watcher.cancel()
+
+            // The invariants.
+            for (i, id) in ids.enumerated() {
+                let path = "/f\(i).bin"
+                let final = directory.appendingPathComponent("f\(i).bin")
+                let partial = directory.appendingPathComponent("f\(i).bin.partial")
+                let record = try await database.record(id: id)
+                let file = try? Data(contentsOf: final)
+                let requests = server.log.filter { $0.path == path }.count
+                let state = record.map { "\($0.state)" } ?? "gone"
+                trace.add("end: \(id) \(state) \(record?.lastErrorCode ?? "-") requests \(requests) file \(file.map { "\($0.count) B" } ?? "none")")
+                switch record?.state {
+                case .completed?:
+                    if file == nil || file != server.version(path, etag: record?.etag) {
+                        outcome.violations.append("\(id): completed, but its file is not the version its ETag names (\(file?.count ?? -1) B)")
+                    }
+                    if FileManager.default.fileExists(atPath: partial.path) { outcome.violations.append("\(id): completed with a partial left") }
+                case .failed?:
+                    if record?.lastErrorCode == nil { outcome.violations.append("\(id): failed without a code") }
+                case nil:
+                    // Cancelled (before or after it completed): any file left is a whole version.
+                    if let file, !server.versions(path).contains(file) { outcome.violations.append("\(id): cancelled, and left a file that is no version") }
+                    if FileManager.default.fileExists(atPath: partial.path) { outcome.violations.append("\(id): cancelled with a partial left") }
+                case let state?:
+                    outcome.violations.append("\(id): left \(state)")
+                }
+                // Liveness: requests bounded by the rules (attempts without progress, each a
+                // new connection per range, restarts).
+                if requests > 400 { outcome.violations.append("\(id): \(requests) requests") }
+            }
+            outcome.violations += Self.brokenOrder(trace.journal, ids: ids)
+        } catch {
+            outcome.violations.append("the scenario failed: \(error)")
+        }
+        outcome.trace = trace.all
+        return outcome
+    }
+
+    /// An empty database in memory with Courier's tables, copied from one migrated once (the
+    /// migrations were a tenth of a seed's time).
+    static func freshDatabase() throws -> DatabaseQueue {
+        let queue = try DatabaseQueue()
+        try template.backup(to: queue)
+        return queue
+    }
+
+    private static let template: DatabaseQueue = {
+        let queue = try! DatabaseQueue()   // in memory; a test-support failure to open one is a broken machine
+        _ = try! CourierDatabase(writer: queue)
+        return queue
+    }()
+
+    /// The events a trace keeps: what changes state (progress is too chatty).
+    static func note(_ event: DownloadEvent, in trace: Trace) {
+        switch event {
+        case .progress: break
+        case let .stateChanged(id, state, error):
+            trace.add("event: \(id) \(state)\(error.map { " \($0.code.rawValue)" } ?? "")", state == .downloading ? .downloading(id: id) : nil)
+        case let .retrying(id, attempt, limit, error, delay): trace.add("event: \(id) retry \(attempt)/\(limit) \(error.code.rawValue) in \(delay)")
+        case let .ended(id, end): trace.add("event: \(id) ended \(Self.words(end))", .ended(id: id, end))
+        }
+    }
+
+    /// The invariants of order, read from what the server saw (its log is written as each
+    /// request is sent; events reach their subscriber a little later): no request for a
+    /// download after a pause or cancel the app was told took effect, nor after the download
+    /// ended for good, until the app acts on it again.
+    static func brokenOrder(_ journal: [Entry], ids: [String]) -> [String] {
+        var broken: [String] = []
+        for (i, id) in ids.enumerated() {
+            let path = "/f\(i).bin"
+            var stopped: String?   // a stop that returned: nothing is asked until the app acts again
+            var over = false       // ended for good (completed, failed, cancelled)
+            for entry in journal {
+                switch entry {
+                case let .app(who, action, done, ok) where who == id:
+                    if !done {
+                        stopped = nil
+                        over = false
+                    } else if ok, action == "pause" || action == "cancel" {
+                        stopped = action
+                    }
+                case let .ended(who, end) where who == id:
+                    switch end {
+                    case .completed, .failed, .cancelled: over = true
+                    default: break
+                    }
+                case let .request(requested) where requested == path:
+                    if over { broken.append("\(id): a request after it ended") }
+                    if stopped != nil { broken.append("\(id): a request after a stop the app was told took effect") }
+                default: break
+                }
+            }
+        }
+        return broken
+    }
+
+    static func words(_ end: DownloadEnd) -> String {
+        switch end {
+        case .completed: return "completed"
+        case let .failed(error): return "failed \(error.code.rawValue)"
+        case .cancelled: return "cancelled"
+        case let .paused(error): return "paused\(error.map { " \($0.code.rawValue)" } ?? "")"
+        case .leftToAnotherProcess: return "left to another process"
+        case .shutDown: return "shut down"
+        }
+    }
+}
