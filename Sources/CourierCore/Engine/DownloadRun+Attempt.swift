@@ -101,6 +101,16 @@ extension DownloadRun {
         // What earlier attempts left: a short body of unannounced length must add to it
         // (read first: a new unnamed partial deletes it).
         let heldEarlier = unnamed && plan.totalBytes == nil ? PartialFile.length(at: partialURL) : nil
+        // A partial with a name is opened (and cut to the reply's offset) only while the
+        // download is still this run's: another process may have paused, resumed or
+        // completed it while this run waited for the reply, and a stale run cut the partial
+        // another was writing, or left one beside a completed file (found by the simulator).
+        // A guarded write renews the lease; refused, the run stops. (An unnamed partial is
+        // out of every other run's reach; it is checked when it gets a name.)
+        if !unnamed {
+            let owner = context.owner, expiry = context.leaseExpiry()
+            _ = try await persist { $0.renewLease(by: owner, until: expiry) }
+        }
         let file = try unnamed ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
             : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor

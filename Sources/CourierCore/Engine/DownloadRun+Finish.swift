@@ -129,9 +129,9 @@ extension DownloadRun {
             // goes on as for any completed download. Never a file in place behind a record that
             // says otherwise.
             let run = self, placedFile = placed, final = moving?.final
-            let done = try await Task {
+            let done = try await EngineExecutor.current.throwingTask {
                 let done = try await run.db.update(id: run.id, ifStateIn: [.downloading], lease: run.context.owner, complete)
-                if done == nil, let placedFile, let final { await run.takeBackIfCancelled(final, placedFile) }
+                if done == nil, let placedFile, let final { await run.takeBackUnlessDescribed(final, placedFile, by: validators) }
                 return done
             }.value
             if done != nil, let pause = config.pauseAfterCompleting { try? await config.clock.sleep(for: pause, .testPause) }   // a test pause; a stop now meets a completed record
@@ -162,23 +162,39 @@ extension DownloadRun {
         let db = self.db, id = self.id, owner = context.owner, appHook: CompletionHook = hook ?? { _, _ in }
         return try await withTaskCancellationHandler {
             phase?(.waiting, isStopped)
-            return try await Task { try await db.complete(id: id, lease: owner, complete, hook: appHook, unless: isStopped, lastStep: lastStep) }.value
+            return try await EngineExecutor.current.throwingTask { try await db.complete(id: id, lease: owner, complete, hook: appHook, unless: isStopped, lastStep: lastStep) }.value
         } onCancel: {
             stopped.withLock { $0 = true }
         }
     }
 
 
-    /// After the file was put in place where none was, the completing write found the record
-    /// gone: another process cancelled the download in between (its cancel deleted a partial
-    /// that was no longer there, then the record). A cancelled download leaves no file: the
-    /// one this run put there is deleted, if the path still names it. (Paused or taken over
-    /// instead, the file stays: the next run finds it whole and completes it without a
-    /// request.) Run outside the run's task: a stop must not skip it.
-    func takeBackIfCancelled(_ final: URL, _ placed: (device: UInt64, inode: UInt64)) async {
-        if await deleteIfCancelledElsewhere(final, placed) {
-            context.logger.info("cancelled by another process as the file was put in place: deleted it", metadata: ["id": "\(id)"])
-        }
+    /// After the file was put in place where none was, the completing write found the
+    /// download no longer this run's, and the file this run put there is deleted (if the path
+    /// still names it) unless the record describes it:
+    /// - gone: another process cancelled the download in between (its cancel deleted a
+    ///   partial that was no longer there, then the record), and a cancelled download leaves
+    ///   no file;
+    /// - paused or taken over, with the validators of the reply this file came from (the
+    ///   run's `validators`): the file stays, and the next run finds it whole and completes
+    ///   it without a request;
+    /// - paused or taken over with other validators (a small body's, written only with its
+    ///   completion, of a new version of the file): the next run would complete it under the
+    ///   old version's ETag (found by the simulator, seed 3984742150), so it goes, and the
+    ///   next run asks again.
+    /// Run outside the run's task: a stop must not skip it.
+    func takeBackUnlessDescribed(_ final: URL, _ placed: (device: UInt64, inode: UInt64), by validators: DownloadRecord?) async {
+        let db = self.db, id = self.id, context = self.context
+        let stored = await EngineExecutor.current.task { () -> DownloadRecord?? in
+            await context.bestEffort("reading the record", id: id, { try await db.record(id: id) })
+        }.value
+        guard case let .some(record) = stored else { return }   // unreadable: the file stays, as before
+        let describes = record.map { r in
+            validators.map { r.etag == $0.etag && r.lastModified == $0.lastModified && r.totalBytes == $0.totalBytes } ?? true
+        } ?? false
+        guard !describes, PartialFile.delete(final, ifStill: placed) else { return }
+        context.logger.info(record == nil ? "cancelled by another process as the file was put in place: deleted it"
+                                          : "stopped by another process as a new version was put in place: deleted it", metadata: ["id": "\(id)"])
     }
 
     /// The partial's fsync before it is renamed into place, as a blocking step: through the

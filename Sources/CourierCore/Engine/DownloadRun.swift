@@ -134,7 +134,8 @@ struct DownloadRun: Sendable {
 
         var url = try URLPolicy.validate(try await usableURL(record))
         var lifecycle = DownloadLifecycle(retryPolicy: config.retryPolicy, maxRestarts: config.maxRestarts,
-                                          canRefresh: context.refresher(for: id) != nil, discarded: record.bytesDiscarded)
+                                          canRefresh: context.refresher(for: id) != nil, discarded: record.bytesDiscarded,
+                                          jitter: config.retryJitter)
         var action = lifecycle.start(kept: try await heldBytes(record, partialURL))
         var keptBefore: Int64 = 0
 
@@ -175,6 +176,12 @@ struct DownloadRun: Sendable {
                 context.hub.publish(.retrying(id: id, attempt: attempt, limit: limit, error: error, delay: delay))
                 context.logger.info("retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
                 try await config.clock.sleep(for: delay, .backoff)
+                // Still this run's? Another process may have paused, cancelled or taken the
+                // download over during the wait (a heartbeat need not have ticked in it); the
+                // next request was sent regardless, for a download that had ended elsewhere
+                // (found by the simulator). The lease is renewed by the same guarded write.
+                let owner = context.owner, expiry = context.leaseExpiry()
+                record = try await persist { $0.renewLease(by: owner, until: expiry) }
                 action = lifecycle.waited(kept: PartialFile.length(at: partialURL))
             case let .restartFromZero(reason):
                 context.logger.notice("restarting from zero: \(reason)", metadata: ["id": "\(id)"])
@@ -314,27 +321,24 @@ struct DownloadRun: Sendable {
         return taken
     }
 
-    /// Stopped externally: when the record is gone (cancelled elsewhere), the partial this
-    /// run opened goes too, if its path still names that file. (A cancel that landed while
-    /// the run waited for its reply deleted nothing: the file did not exist yet.) Read in a
-    /// task of its own: a stop may have cancelled this one. Taken over instead, the file is
-    /// the new run's.
+    /// Stopped externally: when the record is gone (cancelled elsewhere) or completed (by
+    /// another run: a completed download has no partial), the partial this run opened goes
+    /// too, if its path still names that file. (A cancel that landed while the run waited
+    /// for its reply deleted nothing: the file did not exist yet. A stale run that opened a
+    /// partial after another completed the download left it beside the file: found by the
+    /// simulator.) Read in a task of its own: a stop may have cancelled this one. Paused or
+    /// taken over instead, the file is kept for the next run.
     func dropOrphanedPartial() async {
         guard let opened = openedPartial.take() else { return }
-        await deleteIfCancelledElsewhere(opened.url, opened.identity)
-    }
-
-    /// Deletes `url` when the download's record is gone (cancelled elsewhere) and the path
-    /// still names the file `identity`; the record is read in a task a stop does not cancel
-    /// (unreadable: the file stays). True when it deleted.
-    @discardableResult
-    func deleteIfCancelledElsewhere(_ url: URL, _ identity: (device: UInt64, inode: UInt64)) async -> Bool {
         let db = self.db, id = self.id, context = self.context
-        let gone = await Task { () -> Bool in
-            guard case .some(.none) = await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) else { return false }
-            return true
+        let unneeded = await EngineExecutor.current.task { () -> Bool in
+            switch await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) {
+            case .some(.none): return true
+            case let .some(.some(record)): return record.state == .completed
+            case .none: return false   // unreadable: the file stays
+            }
         }.value
-        return gone && PartialFile.delete(url, ifStill: identity)
+        if unneeded { PartialFile.delete(opened.url, ifStill: opened.identity) }
     }
 }
 

@@ -193,10 +193,23 @@ public actor Downloader {
     }
 
     /// Pauses a download: the partial file and the record stay, and ``resume(id:url:)`` goes on
-    /// from the kept bytes. Returns once the state is persisted.
+    /// from the kept bytes. Returns once the state is persisted. Throws
+    /// ``CourierError/Code/notFound`` when there is no such download, also when another
+    /// process cancelled it while it ran here (its one final event says `cancelled`).
     public func pause(id: String) async throws {
         wholePartials.remove(id)
-        if await stopRunning(id, .pause) { return }
+        var announced = false
+        if await stopRunning(id, .pause) {
+            // Stopped here. Its record gone: another process cancelled it meanwhile (this said
+            // paused over a download that no longer existed). Queued or downloading: another
+            // process took it over meanwhile, and it is paused there as below (this paused
+            // only its own stale run while the download went on). Both found by the simulator.
+            switch await context.bestEffort("reading the record", id: id, { try await context.database.record(id: id) }) {
+            case .some(.none): throw CourierError(.notFound, "download \(id) was cancelled by another process")
+            case let .some(.some(record)) where record.state == .queued || record.state == .downloading: announced = true
+            default: return
+            }
+        }
         let record = try await storedRecord(id)
         guard !record.state.isTerminal else { return }
         if record.state == .handedOff {
@@ -206,7 +219,7 @@ public actor Downloader {
             return try await pause(id: id)   // the hand-off ended while this waited: pause what it became
         }
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
-        if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length) }) != nil {
+        if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length) }) != nil, !announced {
             context.hub.publish(.ended(id: id, .paused(nil)))
         }
     }

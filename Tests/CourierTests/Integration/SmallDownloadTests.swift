@@ -137,6 +137,31 @@ import Testing
         }
     }
 
+    /// A pause here after another process cancelled the download while it ran here: the
+    /// pause says the download is not found, and its one final event says cancelled (the
+    /// pause returned as if it had paused a download that no longer existed: found by the
+    /// simulator, seed 2670219547). On the engine's clock, stopped: no heartbeat tells the
+    /// run of the cancel first.
+    @Test func aPauseAfterACancelElsewhereSaysNotFound() async throws {
+        try await withFixture { fx in
+            try fx.serve("g.bin", size: 3_000_000)
+            var fault = Fault(); fault.stallAfterBytes = 1_000_000
+            fx.origin.setFault(fault, for: "/g.bin")
+            let d = try fx.downloader { $0.clock = ManualEngineClock(); $0.idleTimeout = .seconds(120) }
+            let other = try fx.downloader()
+            let ended = Task { () -> DownloadEnd? in for await e in d.events(for: "g") { if let end = e.end { return end } }; return nil }
+            try await d.enqueue(DownloadRequest(id: "g", url: fx.url("g.bin"), destination: "g.bin"))
+            #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == 1_000_000 })
+            try await other.cancel(id: "g")
+            #expect(await d.runningIDs == ["g"])   // it runs on, stalled, not knowing
+            #expect(await errorCode { try await d.pause(id: "g") } == CourierError.Code.notFound.rawValue)
+            #expect(await ended.value == .cancelled)
+            #expect(!fx.exists("g.bin") && !fx.exists("g.bin.partial"))
+            fx.origin.endStalls()
+            await d.shutdown(); await other.shutdown()
+        }
+    }
+
     /// Another process cancels a download after its run put the file in place and before
     /// the run's completing write: the run finds the record gone and takes its file back, so
     /// a cancelled download leaves no file behind (it left the final file before).

@@ -121,7 +121,7 @@ import Testing
 
     /// The same when the run stops another way first (here a pause in its own process): it
     /// names the partial to keep what arrived, reads the record, finds it gone, and takes
-    /// the name back.
+    /// the name back; the pause says the download is not found.
     @Test func aCancelElsewhereThenAPauseHereLeavesNoName() async throws {
         try await withFixture { fx in
             let (d, _) = try await SmallDownloadTests.slowSmallDownload(fx)
@@ -131,7 +131,7 @@ import Testing
             #expect(!fx.exists("s.bin.partial"))
             #endif
             try await other.cancel(id: "s")
-            try await d.pause(id: "s")
+            #expect(await errorCode { try await d.pause(id: "s") } == CourierError.Code.notFound.rawValue)
             #expect(await ended.value == .cancelled)   // not paused: nothing is left to pause
             #expect(!fx.exists("s.bin") && !fx.exists("s.bin.partial"))
             #expect(try await fx.database().record(id: "s") == nil)
