@@ -15,10 +15,14 @@ import Testing
 /// shutdown waited (75 s, until nginx closed the connection). What the guard changes for
 /// the engine is shown by the fault matrix over HTTP/2 (scripts/test's third pass): 247 of
 /// 500 downloads right without it, the rest E_TIMEOUT; 468–480 right with it. About 900
-/// requests over TLS, in the parallel suite (issue 45: they ran alone, after it, and what
-/// runs beside them no longer depends on a window their load could starve).
+/// requests over TLS: run alone, after the parallel suite (`…HeavyTests`). Moved into it
+/// (issue 45), they passed, but beside them the suite's own windows starved: in two
+/// parallel passes on 2026-11-29, tests of other suites took 50–70 s where they take one,
+/// and three failed by their counts (a 4xx asked twice, a segmented resume sending more
+/// than the file, 121 requests for 120 files); the tests that count on a quiet machine are
+/// to be made independent of it first.
 @Suite(.enabled(if: NginxServer.shared.isAvailable, "needs nginx (apt-get install -y nginx)"))
-struct HTTP2ConnectionTests {
+struct HTTP2ConnectionHeavyTests {
     let nginx = NginxServer.shared
 
     /// A user scrolling past thumbnails: 400 requests, each cancelled 0 to 0.4 ms after it
