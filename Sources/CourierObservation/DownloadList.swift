@@ -126,7 +126,12 @@ public struct DownloadGroup {
     public var progress: GroupProgress { GroupProgress(items.map(\.snapshot)) }
 
     /// Pauses each of its running or queued downloads.
-    public func pause() async throws { for item in items where item.snapshot.isActive { try await item.pause() } }
+    /// (One cancelled meanwhile, here or by another process, needs no pause: the rest go on.)
+    public func pause() async throws {
+        for item in items where item.snapshot.isActive {
+            do { try await item.pause() } catch let error as CourierError where error.code == .notFound { continue }
+        }
+    }
     /// Resumes each of its paused or failed downloads.
     public func resume() async throws {
         for item in items where item.phase == .paused || item.phase == .failed { try await item.resume() }

@@ -105,9 +105,11 @@ extension DownloadRun {
         // download is still this run's: another process may have paused, resumed or
         // completed it while this run waited for the reply, and a stale run cut the partial
         // another was writing, or left one beside a completed file (found by the simulator).
-        // A guarded write renews the lease; refused, the run stops. (An unnamed partial is
-        // out of every other run's reach; it is checked when it gets a name.)
-        if !unnamed {
+        // A guarded write renews the lease; refused, the run stops. Not needed for a small
+        // body's new unnamed partial (out of every other run's reach; checked when it gets a
+        // name), unless a file is at the path (the unnamed open deletes it) or the system
+        // has no unnamed files (Apple platforms: it is named, and cut, at once).
+        if !unnamed || !PartialFile.opensUnnamed || FileManager.default.fileExists(atPath: partialURL.path) {
             let owner = context.owner, expiry = context.leaseExpiry()
             _ = try await persist { $0.renewLease(by: owner, until: expiry) }
         }

@@ -178,10 +178,10 @@ extension DownloadRun {
     /// - paused or taken over, with the validators of the reply this file came from (the
     ///   run's `validators`): the file stays, and the next run finds it whole and completes
     ///   it without a request;
-    /// - paused or taken over with other validators (a small body's, written only with its
-    ///   completion, of a new version of the file): the next run would complete it under the
-    ///   old version's ETag (found by the simulator, seed 3984742150), so it goes, and the
-    ///   next run asks again.
+    /// - paused or taken over with other validators, or none yet (a small body's are written
+    ///   only with its completion): the next run would complete it under another version's
+    ///   ETag (found by the simulator, seed 3984742150), so it goes, and the next run asks
+    ///   again (for a small body, at most 1 MiB fetched twice).
     /// Run outside the run's task: a stop must not skip it.
     func takeBackUnlessDescribed(_ final: URL, _ placed: (device: UInt64, inode: UInt64), by validators: DownloadRecord?) async {
         let db = self.db, id = self.id, context = self.context
@@ -194,7 +194,7 @@ extension DownloadRun {
         } ?? false
         guard !describes, PartialFile.delete(final, ifStill: placed) else { return }
         context.logger.info(record == nil ? "cancelled by another process as the file was put in place: deleted it"
-                                          : "stopped by another process as a new version was put in place: deleted it", metadata: ["id": "\(id)"])
+                                          : "stopped by another process as the file was put in place, which its record does not describe: deleted it", metadata: ["id": "\(id)"])
     }
 
     /// The partial's fsync before it is renamed into place, as a blocking step: through the

@@ -246,7 +246,9 @@ struct DownloadRun: Sendable {
     /// was cancelled), and the retry threw the kept bytes away; one that wrote them already
     /// writes the same values again.
     func recordUnsavedReply(partialURL: URL) async {
-        guard let unsaved = unsavedReply.take() else { return }
+        // A run being stopped keeps them for its stop (`run()` hands them to the pause or
+        // shutdown); a write now would be refused by the cancellation, and they would be lost.
+        guard !Task.isCancelled, let unsaved = unsavedReply.take() else { return }
         let length = PartialFile.length(at: partialURL)
         guard length > 0 else { return }
         await context.bestEffort("recording progress", id: id) {
@@ -340,29 +342,4 @@ struct DownloadRun: Sendable {
         }.value
         if unneeded { PartialFile.delete(opened.url, ifStill: opened.identity) }
     }
-}
-
-/// Who ends a run when its body and its lease heartbeat both could (``DownloadRun/ending``):
-/// the body completing the record, or the heartbeat stopping the run for `lost`.
-struct RunEnding: Sendable {
-    enum Claimant: Sendable { case completing, stopping }
-    private(set) var holder: Claimant?
-    private(set) var lost: (any Error)?
-
-    /// Takes the end for `claimant` unless the other one holds it; true when taken.
-    mutating func claim(_ claimant: Claimant) -> Bool {
-        if let holder, holder != claimant { return false }
-        holder = claimant
-        return true
-    }
-
-    /// The heartbeat's claim, with its reason; true when taken.
-    mutating func stop(for error: any Error) -> Bool {
-        guard claim(.stopping) else { return false }
-        lost = error
-        return true
-    }
-
-    /// The body's completion did not happen (nothing completed, or it failed): open again.
-    mutating func release() { if holder == .completing { holder = nil } }
 }

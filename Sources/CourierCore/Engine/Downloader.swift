@@ -89,7 +89,7 @@ public actor Downloader {
     package init(configuration: DownloaderConfiguration, database: CourierDatabase, transport: any HTTPTransport, owningTransport: Bool,
                  urlRefresher: (any URLRefreshing)?, requestAuthorizer: (any RequestAuthorizing)?, logger: Logger) {
         self.ownsTransport = owningTransport
-        let hub = EventHub()
+        let hub = EventHub(tap: configuration.eventTap)
         self.context = EngineContext(configuration: configuration, database: database, transport: transport,
                                      refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: hub,
                                      ticker: ProgressTicker(hub: hub, interval: configuration.progressEventInterval, clock: configuration.clock),
@@ -205,7 +205,7 @@ public actor Downloader {
             // process took it over meanwhile, and it is paused there as below (this paused
             // only its own stale run while the download went on). Both found by the simulator.
             switch await context.bestEffort("reading the record", id: id, { try await context.database.record(id: id) }) {
-            case .some(.none): throw CourierError(.notFound, "download \(id) was cancelled by another process")
+            case .some(.none): throw CourierError(.notFound, "download \(id) was cancelled while it was being paused")
             case let .some(.some(record)) where record.state == .queued || record.state == .downloading: announced = true
             default: return
             }

@@ -42,6 +42,9 @@ public struct DownloaderConfiguration: Sendable {
     /// drawn from its seed (so the same seed waits the same).
     package var retryJitter: @Sendable () -> Double = { Double.random(in: 0...1) }
 
+    /// Told of every event as it is published (the simulator's journal); none in an app.
+    package var eventTap: (@Sendable (DownloadEvent) -> Void)? = nil
+
     /// Connections per download when a request does not say (default 1); see
     /// ``DownloadRequest/connections``.
     public var connectionsPerDownload: Int = 1

@@ -1,6 +1,6 @@
 /// Where the engine's own tasks run (issue 46). Apps and the command line never set it: the
 /// engine's tasks then run on Swift's global executor, exactly as `Task {}` does, and its
-/// blocking work on threads of its own. The simulator (`Tests/CourierSimulation`) sets one
+/// blocking work on threads of its own. The simulator (`Tests/CourierTests/Simulation`) sets one
 /// for a whole scenario, as a task-local that every task the engine starts inherits: an
 /// executor that runs the engine's jobs one at a time, in an order drawn from a seed, with
 /// the blocking file work and the database run inline on that executor's one thread, so

@@ -25,9 +25,15 @@ final class EventHub: Sendable {
     }
 
     private let state = Locked(State())
+    /// Told of every event as it is published, on the publisher's task (the simulator's
+    /// journal: a subscriber hears of it a step later).
+    private let tap: (@Sendable (DownloadEvent) -> Void)?
+
+    init(tap: (@Sendable (DownloadEvent) -> Void)? = nil) { self.tap = tap }
 
     /// Publishes an event to every matching subscriber; a final event ends their streams.
     func publish(_ event: DownloadEvent) {
+        tap?(event)
         let toFinish: [AsyncStream<DownloadEvent>.Continuation] = state.withLock { s in
             if case .ended(_, .cancelled) = event {
                 s.tombstones[event.id] = event

@@ -16,6 +16,16 @@ import Foundation
 /// bodies skip direct I/O: their one copy into the page cache costs less than a second
 /// descriptor.
 extension PartialFile {
+    /// Whether ``init(unnamedAt:bufferSize:)`` can make a file with no name here (Linux, with
+    /// `O_TMPFILE` and `linkat`): elsewhere it names the file at once.
+    static var opensUnnamed: Bool {
+        #if os(Linux)
+        return canLink
+        #else
+        return false
+        #endif
+    }
+
     /// A new, empty partial for `url`, unnamed where the system allows it, else named as
     /// ``init(url:bufferSize:)`` makes it. A file already at `url` is deleted: a download
     /// from zero keeps none of it.

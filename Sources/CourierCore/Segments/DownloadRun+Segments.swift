@@ -214,6 +214,10 @@ extension DownloadRun {
         }
         context.logger.info("range \(index): retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
         try await config.clock.sleep(for: delay, .backoff)
+        // Still this run's, as after a whole download's backoff (DownloadRun.loop): a range
+        // asked again for a download another process had cancelled meanwhile (the simulator).
+        let owner = context.owner, expiry = context.leaseExpiry()
+        _ = try await persist { $0.renewLease(by: owner, until: expiry) }
     }
 
     /// Asks for the rest of a range and checks the reply is exactly that range of the same

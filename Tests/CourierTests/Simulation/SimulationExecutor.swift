@@ -17,6 +17,9 @@ final class SimulationExecutor: TaskExecutor, @unchecked Sendable { // `ready` a
         case stuck(steps: Int)
         /// The step or time budget ran out (a loop that never ends).
         case overBudget(steps: Int)
+        /// It finished, but waited for work on a thread it does not own (`strays` times):
+        /// the seed does not fix its order, so it is not replayable.
+        case strayed(Int)
     }
 
     private let lock = NSLock()
@@ -64,7 +67,7 @@ final class SimulationExecutor: TaskExecutor, @unchecked Sendable { // `ready` a
             steps += 1
             if steps > maxSteps { return .overBudget(steps: steps) }
         }
-        return .finished
+        return strays == 0 ? .finished : .strayed(strays)
     }
 
     /// Runs `scenario` on a new executor for `seed`, on the calling thread, to its end; how

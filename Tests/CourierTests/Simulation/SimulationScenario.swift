@@ -47,7 +47,7 @@ struct SimulationScenario {
     let directory: URL
 
     /// Runs the seed's world to its end (every download completed, failed or cancelled) and
-    /// checks it. Call it through ``SimulationExecutor/simulate(seed:clock:maxSteps:maxTime:_:)``.
+    /// checks it. Call it through ``SimulationExecutor/simulateHere(seed:clock:maxSteps:maxTime:_:)``.
     func run(clock: ManualEngineClock) async -> Outcome {
         var rng = SplitMix(seed: seed)
         let trace = Trace(clock: clock)
@@ -65,6 +65,9 @@ struct SimulationScenario {
             configuration.freeSpaceReserve = 0
             configuration.minSegmentSize = 256 << 10
             configuration.maxConcurrentDownloads = 1 + Int(rng.next() % 3)
+            // Events are journaled as they are published (a subscriber hears of them a step
+            // later, after the app may have acted again).
+            configuration.eventTap = { event in Self.note(event, in: trace) }
             let quiet = Logger(label: "simulation", factory: { _ in SwiftLogNoOpLogHandler() })
             let downloader = Downloader(configuration: configuration, database: database, transport: SimulatedTransport(server: server), logger: quiet)
             // Another process on the same database (a second downloader, with a lease owner of
@@ -75,10 +78,6 @@ struct SimulationScenario {
             // unnamed, over 1 MiB and named, segmented).
             let count = 1 + Int(rng.next() % 3)
             var ids: [String] = []
-            let events = downloader.events()
-            let watcher = EngineExecutor.current.task {
-                for await event in events { Self.note(event, in: trace) }
-            }
             for i in 0..<count {
                 let size = [0, 5_000, 200_000, 700_000, 1_300_000][Int(rng.next() % 5)]
                 let path = "/f\(i).bin"
@@ -136,7 +135,6 @@ struct SimulationScenario {
             }
             await downloader.shutdown()
             await elsewhere.shutdown()
-            watcher.cancel()
 
             // The invariants.
             for (i, id) in ids.enumerated() {
@@ -201,7 +199,7 @@ struct SimulationScenario {
     }
 
     /// The invariants of order, read from what the server saw (its log is written as each
-    /// request is sent; events reach their subscriber a little later): no request for a
+    /// request is sent) and the events as they were published: no request for a
     /// download after a pause or cancel the app was told took effect, nor after the download
     /// ended for good, until the app acts on it again.
     static func brokenOrder(_ journal: [Entry], ids: [String]) -> [String] {

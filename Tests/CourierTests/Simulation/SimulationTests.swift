@@ -59,8 +59,6 @@ import Testing
          "a run asked again after its backoff for a download paused (and completed) meanwhile"),
         (3_573_067_554, ["app: pause elsewhere d0: ok", "app: resume elsewhere d0: ok", "app: pause d0: ok"],
          "a pause here stopped only this process's stale run, and the download went on in the other"),
-        (2_251_316_909, ["app: resume elsewhere d2: ok", "/f2.bin bytes=105971- 206 slowHead", "app: pause+resume d2: ok"],
-         "a run waiting for a slow head opened the partial after another run had completed the download, and left it beside the file"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
