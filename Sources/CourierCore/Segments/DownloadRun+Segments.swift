@@ -183,6 +183,14 @@ extension DownloadRun {
             guard let segment = board.segment(index), !segment.isComplete else { return }
             let body = pending
             pending = nil
+            if body == nil {
+                // Still this run's before a range is asked for (after a backoff, or a range
+                // split off another), as after a whole download's backoff: ranges asked for a
+                // download another process had cancelled meanwhile (found by the simulator,
+                // seeds 3938901736 and after a backoff). One guarded write per range request.
+                let owner = context.owner, expiry = context.leaseExpiry()
+                _ = try await persist { $0.renewLease(by: owner, until: expiry) }
+            }
             do {
                 try await withIdleWatchdog(timeout: config.idleTimeout, clock: config.clock) { activity in
                     let stream: TransportBody
@@ -214,10 +222,6 @@ extension DownloadRun {
         }
         context.logger.info("range \(index): retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
         try await config.clock.sleep(for: delay, .backoff)
-        // Still this run's, as after a whole download's backoff (DownloadRun.loop): a range
-        // asked again for a download another process had cancelled meanwhile (the simulator).
-        let owner = context.owner, expiry = context.leaseExpiry()
-        _ = try await persist { $0.renewLease(by: owner, until: expiry) }
     }
 
     /// Asks for the rest of a range and checks the reply is exactly that range of the same

@@ -59,6 +59,8 @@ import Testing
          "a run asked again after its backoff for a download paused (and completed) meanwhile"),
         (3_573_067_554, ["app: pause elsewhere d0: ok", "app: resume elsewhere d0: ok", "app: pause d0: ok"],
          "a pause here stopped only this process's stale run, and the download went on in the other"),
+        (3_938_901_736, ["app: resume elsewhere d1: ok", "/f1.bin bytes=650000-1299999 503 unavailable", "app: cancel d1: ok"],
+         "a range split off another was asked for after the download was cancelled elsewhere (found in CI's 10,000 seeds)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
