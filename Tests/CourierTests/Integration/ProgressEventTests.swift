@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import CourierCore
 import CourierOrigin
+import CourierTestSupport
 
 /// Progress events as a screen needs them (issue 26): a bar never freezes short of the bytes
 /// held.
@@ -14,22 +15,27 @@ import CourierOrigin
             try fx.serve("s.bin", size: 4 << 20)
             var stall = Fault(); stall.stallAfterBytes = 1 << 20; stall.times = 1
             fx.origin.setFault(stall, for: "/s.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(60) }
+            // On the engine's clock: the ticks that must show the stall come when the test
+            // moves time, not within 10 s of a wall clock a loaded machine spent elsewhere
+            // (it failed so in a fresh-clone CI run, 2026-11-29).
+            let clock = ManualEngineClock()
+            let d = try fx.downloader { $0.clock = clock; $0.idleTimeout = .seconds(60) }
+            let seen = Locked<Int64>(0)
             let events = d.events(for: "s")
-            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
-            let stalledShown = await withTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    for await event in events {
-                        if case let .progress(p) = event, p.bytesReceived == 1 << 20 { return true }
-                    }
-                    return false
-                }
-                group.addTask { try? await Task.sleep(for: .seconds(10)); return false }
-                let first = await group.next() ?? false
-                group.cancelAll()
-                return first
+            let watching = Task {
+                for await event in events { if case let .progress(p) = event { seen.withLock { $0 = max($0, p.bytesReceived) } } }
             }
-            #expect(stalledShown)
+            try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
+            #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == 1 << 20 })   // the burst is out; the reply stalls
+            // No chunk comes now: only the ticks (100 ms of the engine's time each, far inside
+            // its 60 s idle window) can show where it stalled.
+            let giveUp = ContinuousClock.now + .seconds(60)
+            while seen.withLock({ $0 }) < 1 << 20, ContinuousClock.now < giveUp {
+                clock.advance(by: .milliseconds(100))
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            watching.cancel()
+            #expect(seen.withLock { $0 } == 1 << 20)
             try await d.cancel(id: "s")
             await d.shutdown()
         }
