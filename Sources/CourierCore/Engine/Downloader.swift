@@ -193,9 +193,8 @@ public actor Downloader {
     }
 
     /// Pauses a download: the partial file and the record stay, and ``resume(id:url:)`` goes on
-    /// from the kept bytes. Returns once the state is persisted. Throws
-    /// ``CourierError/Code/notFound`` when there is no such download, also when another
-    /// process cancelled it while it ran here (its one final event says `cancelled`).
+    /// from the kept bytes. Returns once the state is persisted. Throws ``CourierError/Code/notFound``
+    /// when there is no such download, also when it was cancelled while it ran here (its final event says `cancelled`).
     public func pause(id: String) async throws {
         wholePartials.remove(id)
         var announced = false
@@ -219,7 +218,9 @@ public actor Downloader {
             return try await pause(id: id)   // the hand-off ended while this waited: pause what it became
         }
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
-        if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length) }) != nil, !announced {
+        // Running in another process: its lease stays until that run sees the pause (a claim in between made two writers of one partial; the simulator).
+        let owner = context.owner
+        if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: $0.state == .downloading && owner.isBlocked(by: $0)) }) != nil, !announced {
             context.hub.publish(.ended(id: id, .paused(nil)))
         }
     }

@@ -71,9 +71,12 @@ extension DownloadRecord {
     }
 
     /// Paused keeping `kept` bytes, with the reason when the engine paused it itself.
-    mutating func pause(keeping kept: Int64?, error: CourierError? = nil) {
+    /// `leaseKept`: paused from another process while its owner still runs it; the owner's
+    /// lease stays until that run sees the pause and lets it go, so no other run claims the
+    /// download (and writes its partial) meanwhile.
+    mutating func pause(keeping kept: Int64?, error: CourierError? = nil, leaseKept: Bool = false) {
         state = .paused
-        releaseLease()
+        if !leaseKept { releaseLease() }
         if let error {
             lastErrorCode = error.code.rawValue
             lastErrorMessage = error.message

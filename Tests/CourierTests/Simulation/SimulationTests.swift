@@ -57,8 +57,8 @@ import Testing
          "a small body of a new version, put in place as another process paused it, was completed under the old version's ETag"),
         (3_573_063_814, ["app: resume elsewhere d1: ok", "503 unavailable", "app: pause d1: ok"],
          "a run asked again after its backoff for a download paused (and completed) meanwhile"),
-        (3_573_067_554, ["app: pause elsewhere d0: ok", "app: resume elsewhere d0: ok", "app: pause d0: ok"],
-         "a pause here stopped only this process's stale run, and the download went on in the other"),
+        (1_077_361_852, ["/f0.bin - 200 stall", "app: pause elsewhere d0: ok", "app: resume elsewhere d0: E_LEASED"],
+         "paused and resumed by another process while this one's run still held the partial: two writers, and a completed file of two versions (the lease is now kept until the run lets it go)"),
         (3_938_901_736, ["app: resume elsewhere d1: ok", "/f1.bin bytes=650000-1299999 503 unavailable", "app: cancel d1: ok"],
          "a range split off another was asked for after the download was cancelled elsewhere (found in CI's 10,000 seeds)"),
     ]
