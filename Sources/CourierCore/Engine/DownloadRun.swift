@@ -137,7 +137,7 @@ struct DownloadRun: Sendable {
                                           canRefresh: context.refresher(for: id) != nil, discarded: record.bytesDiscarded,
                                           jitter: config.retryJitter)
         var action = lifecycle.start(kept: try await heldBytes(record, partialURL))
-        var keptBefore: Int64 = 0
+        var keptBefore: Int64 = 0, held: Int64 = 0   // held: after the last attempt, for the log
 
         // The lifecycle decides; this loop only carries its actions out.
         while true {
@@ -161,6 +161,7 @@ struct DownloadRun: Sendable {
                 // What is held now (a segmented partial is preallocated: its ranges say), and
                 // what arrived without adding to it.
                 let kept = try await heldBytes(record, partialURL)
+                held = kept
                 let discarded = max(0, bodyBytes.withLock { $0 } - receivedBefore - max(0, kept - keptBefore))
                 action = lifecycle.attemptEnded(outcome, kept: kept, discarded: discarded, size: record.totalBytes ?? record.expectedBytes)
                 record = try await recordAttempt(outcome, action, kept: kept, discarded: discarded) ?? record
@@ -174,7 +175,7 @@ struct DownloadRun: Sendable {
                 action = lifecycle.refreshed(found: fresh != nil, kept: PartialFile.length(at: partialURL))
             case let .backOff(error, delay, attempt, limit):
                 context.hub.publish(.retrying(id: id, attempt: attempt, limit: limit, error: error, delay: delay))
-                context.logger.info("retrying in \(delay): \(error)", metadata: ["id": "\(id)"])
+                context.logger.info("retrying in \(delay) (failure \(attempt) of \(limit) since net progress, \(held) bytes held): \(error)", metadata: ["id": "\(id)"])
                 try await config.clock.sleep(for: delay, .backoff)
                 // Still this run's? Another process may have paused, cancelled or taken the
                 // download over during the wait (a heartbeat need not have ticked in it); the

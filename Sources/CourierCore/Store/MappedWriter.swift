@@ -38,20 +38,24 @@ package struct MappedWriter: Sendable {
     }
 
     private static func durably<T: Sendable>(_ writer: any DatabaseWriter, _ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        try await writer.writeWithoutTransaction { db in
-            let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
-            if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
-            defer {
-                // The commit is durable already; a setting not put back only syncs more.
-                if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") }
-            }
-            var result: T?
-            try db.inTransaction {
-                result = try body(db)
-                return .commit
-            }
-            return result!
+        try await writer.writeWithoutTransaction { db in try fullySynced(db, body) }
+    }
+
+    /// One transaction committed with `synchronous = FULL`, the connection's setting put back
+    /// after it.
+    private static func fullySynced<T>(_ db: Database, _ body: (Database) throws -> T) throws -> T {
+        let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
+        if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
+        defer {
+            // The commit is durable already; a setting not put back only syncs more.
+            if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") }
         }
+        var result: T?
+        try db.inTransaction {
+            result = try body(db)
+            return .commit
+        }
+        return result!
     }
 
     /// GRDB's blocking write and read (from a function that is not async, so the blocking
@@ -66,17 +70,7 @@ package struct MappedWriter: Sendable {
 
     /// The same, on the caller's thread (the simulator's).
     private static func durablyInline<T: Sendable>(_ writer: any DatabaseWriter, _ body: @Sendable @escaping (Database) throws -> T) throws -> T {
-        try writer.writeWithoutTransaction { db in
-            let before = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 2
-            if before < 2 { try db.execute(sql: "PRAGMA synchronous = FULL") }
-            defer { if before < 2 { try? db.execute(sql: "PRAGMA synchronous = \(before)") } }
-            var result: T?
-            try db.inTransaction {
-                result = try body(db)
-                return .commit
-            }
-            return result!
-        }
+        try writer.writeWithoutTransaction { db in try fullySynced(db, body) }
     }
 
     /// Runs a read.
