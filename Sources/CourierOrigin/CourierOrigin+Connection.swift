@@ -42,7 +42,7 @@ extension CourierOrigin {
         let keepAlive = head.isKeepAlive
         var record = OriginRequest(method: head.method.rawValue, path: path, range: nil, ifRange: nil, acceptEncoding: nil,
                                    authorization: head.headers.first(name: "Authorization"), status: 0, bodyBytesSent: 0)
-        defer { let r = record; state.withLockedValue { s in s.nextSerial += 1; s.log.append((s.nextSerial, r)) } }
+        defer { let r = record; changeLog { s in s.nextSerial += 1; s.log.append((s.nextSerial, r)) } }
         let (fault, count, requiredAuth): (Fault, Int, String?) = state.withLockedValue { s in
             s.counts[path, default: 0] += 1
             let q = Fault(query: query)

@@ -44,6 +44,7 @@ public final class CourierOrigin: Sendable {
         var defaultFault: Fault?
         var requiredToken: String?
         var stallsEnded = 0
+        var watchers: [Int: RequestWatcher] = [:], nextWatcher = 0
     }
 
     private init(directory: URL, port: Int, serverChannel: any Channel, group: MultiThreadedEventLoopGroup, logger: Logger, writable: Bool) {
@@ -100,6 +101,7 @@ public final class CourierOrigin: Sendable {
         task?.cancel()
         await task?.value
         try await group.shutdownGracefully()
+        endWatches()
     }
 
     /// The URL of a path on this origin, such as `/big.bin`.
@@ -130,8 +132,7 @@ public final class CourierOrigin: Sendable {
         state.withLockedValue { $0.requiredAuthorization = value }
     }
 
-    /// Every request answered so far, oldest first.
-    /// Each is logged when it arrives and updated as its body is sent.
+    /// Every request answered so far, oldest first: logged when it arrives, updated as its body is sent.
     public var requests: [OriginRequest] { state.withLockedValue { $0.log.map(\.request) } }
 
     /// Forgets the request log.
@@ -150,7 +151,7 @@ public final class CourierOrigin: Sendable {
         record.ifNoneMatch = head.headers.first(name: "If-None-Match")
         record.ifModifiedSince = head.headers.first(name: "If-Modified-Since")
         record.userAgent = head.headers.first(name: "User-Agent")
-        let (serial, stallGeneration): (Int, Int) = state.withLockedValue { s in
+        let (serial, stallGeneration): (Int, Int) = changeLog { s in
             s.nextSerial += 1
             s.log.append((s.nextSerial, record))
             return (s.nextSerial, s.stallsEnded)   // `endStalls()` from now on lets this reply go
@@ -342,9 +343,8 @@ public final class CourierOrigin: Sendable {
     }
 
     func update(_ serial: Int, _ request: OriginRequest) {
-        state.withLockedValue { s in
+        changeLog { s in
             if let i = s.log.lastIndex(where: { $0.serial == serial }) { s.log[i].request = request }
         }
     }
-
 }

@@ -139,7 +139,7 @@ func waitFor(_ timeout: Duration = .seconds(20), _ condition: () async throws ->
         for i in 0..<5 {
             let a = try await device.queue.saveFile(data: Data("photo \(i)".utf8), mediaType: nil, fileExtension: "jpg")
             ids.append(a.id)
-            try await Task.sleep(for: .milliseconds(5))   // distinct timestamps
+            await Self.nextMillisecond()   // distinct timestamps
         }
         await device.queue.sync()
         try await device.queue.reconcile(ids.map { WatchedAttachmentItem(id: $0) })
@@ -147,7 +147,7 @@ func waitFor(_ timeout: Duration = .seconds(20), _ condition: () async throws ->
         for (n, id) in ids.enumerated() {   // unreference one at a time, oldest first
             try await device.queue.reconcile(ids.suffix(from: n + 1).map { WatchedAttachmentItem(id: $0) })
             _ = id
-            try await Task.sleep(for: .milliseconds(5))
+            await Self.nextMillisecond()
         }
         let left = try await device.queue.attachments()
         #expect(left.map(\.id) == Array(ids.suffix(2)))   // the two most recently archived stay
@@ -295,4 +295,13 @@ actor RecordingHandler: SyncErrorHandler {
     func onDownloadError(attachment: Attachment, error: any Error) async -> Bool { downloadErrors += 1; return retry }
     func onUploadError(attachment: Attachment, error: any Error) async -> Bool { uploadErrors += 1; return retry }
     func onDeleteError(attachment: Attachment, error: any Error) async -> Bool { deleteErrors += 1; return retry }
+}
+
+extension QueueTests {
+    /// Returns once the queue's clock (milliseconds) has moved past what it reads now: the
+    /// next timestamp differs from every one before, whatever the machine's speed.
+    static func nextMillisecond() async {
+        let now = Attachment.now()
+        while Attachment.now() == now { await Task.yield() }
+    }
 }

@@ -191,8 +191,7 @@ import Glibc
         w.origin.setFault(slow, for: "/f.bin")
         let target = w.out.appendingPathComponent("f.bin")
         let (p, out, err) = try Self.launch(["get", w.origin.url("/f.bin") + "?api_key=PLANTED_SECRET", "-o", target.path, "--id", "job1", "--db", w.db])
-        let started = ContinuousClock.now
-        while w.origin.requests.isEmpty, ContinuousClock.now - started < .seconds(30) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(await w.origin.waitForRequests { !$0.isEmpty })
         let paused = try await Self.run(["pause", "job1", "--db", w.db])
         #expect(paused.status == 0)
         let running = await Self.finish(p, out, err)

@@ -52,10 +52,7 @@ import Testing
         var down = Fault(); down.failStatus = 503
         m.origin.setFault(down, for: "/docs/k.txt")
         let (p, out, err) = try CLITests.launch(m.doc("write", ["docs/k.txt", file.path]))
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !m.origin.requests.contains(where: { $0.method == "PUT" && $0.status == 503 }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await m.origin.waitForRequests { $0.contains { $0.method == "PUT" && $0.status == 503 } })
         kill(p.processIdentifier, SIGKILL)
         _ = await CLITests.finish(p, out, err)
         #expect(!FileManager.default.fileExists(atPath: m.remote.appendingPathComponent("docs/k.txt").path))

@@ -121,8 +121,7 @@ import Glibc
         var hang = Fault(); hang.stallAfterBytes = 0          // headers, then nothing: the first attempt hangs
         w.origin.setFault(hang, for: "/slow.bin")
         let (p, out, err) = try CLITests.launch(["get", w.origin.url("/slow.bin"), "-o", w.out.appendingPathComponent("slow.bin").path, "--db", w.db])
-        let deadline = ContinuousClock.now + .seconds(30)
-        while w.origin.requests.filter({ $0.method == "GET" }).isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await w.origin.waitForRequests { $0.contains { $0.method == "GET" } })
         kill(p.processIdentifier, SIGINT)
         let r = await CLITests.finish(p, out, err)
         #expect(r.status == 130, "\(r.stderr)")

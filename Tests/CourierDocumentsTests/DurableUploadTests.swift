@@ -129,14 +129,10 @@ import Testing
         w.origin.setFault(slow, for: "/docs/w.bin")
         try w.placeholder("docs/w.bin", size: 1 << 20)
         try await w.container.startDownloading("docs/w.bin", restart: false)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !w.origin.requests.contains(where: { $0.method == "GET" && $0.bodyBytesSent > 0 }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await w.origin.waitForRequests { $0.contains { $0.method == "GET" && $0.bodyBytesSent > 0 } })
         try await w.documents().writeInPlace("docs/w.bin", data: Data("mine".utf8))
-        while w.container.transfers.withLock({ $0["docs/w.bin"] != nil }), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        // The transfer's task removes its own entry as its last step.
+        while let transfer = w.container.transfers.withLock({ $0["docs/w.bin"]?.task }) { await transfer.value }
         #expect(try Data(contentsOf: w.local.appendingPathComponent("docs/w.bin")) == Data("mine".utf8))
         await w.container.flushUploads()
         #expect(try Data(contentsOf: w.remoteDir.appendingPathComponent("docs/w.bin")) == Data("mine".utf8))

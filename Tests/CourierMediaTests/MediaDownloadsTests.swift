@@ -181,7 +181,7 @@ extension MediaWorld {
     @Test func cancelWhileFinishingKeepsNothing() async throws {
         let w = try await MediaWorld()
         defer { Task { await w.close() } }
-        await w.library.setAfterMediaInPlace { try await Task.sleep(for: .seconds(60)) }
+        await w.library.setAfterMediaInPlace { _ = await untilCancelled(); try Task.checkCancellation() }
         let version = try await w.library.start(itemId: "abc123", versionId: "ghi789")
         var ends: [MediaDownloadEvent] = []
         for await event in w.library.events(for: version) {

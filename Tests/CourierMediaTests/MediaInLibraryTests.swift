@@ -176,7 +176,6 @@ import Testing
         await w.library.setAfterMediaInPlace { await downloader.shutdown() }
         let version = try await w.library.start(itemId: "abc123", versionId: "def456")
         let events = Task { var all: [MediaDownloadEvent] = []; for await e in w.library.events(for: version) { all.append(e) }; return all }
-        try await Task.sleep(for: .milliseconds(100))
         #expect(try await eventually { await downloader.isShutDown })
         await w.library.shutdown()
         let seen = await events.value

@@ -22,6 +22,12 @@ package final class ManualEngineClock: EngineClock {
         var cancelledEarly: Set<UInt64> = []
         /// Every wait asked for, in order: (purpose, its length from the moment it began).
         var asked: [(EngineWait, Duration)] = []
+        /// Tests waiting for the engine to begin a wait (``nextWait(_:after:within:)``).
+        var watchers: [UInt64: Watcher] = [:]
+    }
+    private struct Watcher {
+        let matches: @Sendable (EngineWait, ContinuousClock.Instant) -> Bool
+        let continuation: CheckedContinuation<(purpose: EngineWait, deadline: ContinuousClock.Instant), any Error>
     }
     private let origin = ContinuousClock.now
     private let state = Locked(State())
@@ -38,13 +44,15 @@ package final class ManualEngineClock: EngineClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let early: Result<Void, any Error>? = state.withLock { s in
-                    if s.cancelledEarly.remove(id) != nil { return .failure(CancellationError()) }
-                    if origin + s.elapsed >= deadline { return .success(()) }
+                let (early, woken) = state.withLock { s -> (Result<Void, any Error>?, [Watcher]) in
+                    if s.cancelledEarly.remove(id) != nil { return (.failure(CancellationError()), []) }
+                    if origin + s.elapsed >= deadline { return (.success(()), []) }
                     s.sleepers[id] = Sleeper(deadline: deadline, purpose: purpose, continuation: continuation)
-                    return nil
+                    let matched = s.watchers.filter { $0.value.matches(purpose, deadline) }.map(\.key).sorted()
+                    return (nil, matched.compactMap { s.watchers.removeValue(forKey: $0) })
                 }
                 if let early { continuation.resume(with: early) }
+                for watcher in woken { watcher.continuation.resume(returning: (purpose, deadline)) }
             }
         } onCancel: {
             let sleeper = state.withLock { s -> Sleeper? in
@@ -93,11 +101,28 @@ package final class ManualEngineClock: EngineClock {
     /// The test's own real-time limit (`within`) only stops a test whose engine never waits
     /// so: that is a failure, not a timing window the engine's behaviour depends on.
     package func nextWait(_ purpose: EngineWait, after earlier: ContinuousClock.Instant? = nil, within limit: Duration = .seconds(60)) async throws -> ContinuousClock.Instant {
-        let giveUp = ContinuousClock.now + limit
-        while ContinuousClock.now < giveUp {
-            if let deadline = waiting(purpose).first(where: { earlier == nil || $0 > earlier! }) { return deadline }
-            try await Task.sleep(for: .milliseconds(2))
+        try await nextWait(where: { p, deadline in p == purpose && (earlier.map { deadline > $0 } ?? true) }, within: limit).deadline
+    }
+
+    /// Returns the wait under way that `matches` (the earliest), or the first the engine
+    /// begins that does: woken by ``sleep(until:for:)`` itself, never by polling.
+    package func nextWait(where matches: @escaping @Sendable (EngineWait, ContinuousClock.Instant) -> Bool,
+                          within limit: Duration = .seconds(60)) async throws -> (purpose: EngineWait, deadline: ContinuousClock.Instant) {
+        try await withCheckedThrowingContinuation { continuation in
+            let (found, id) = state.withLock { s -> ((purpose: EngineWait, deadline: ContinuousClock.Instant)?, UInt64) in
+                let under = s.sleepers.values.filter { matches($0.purpose, $0.deadline) }.min { $0.deadline < $1.deadline }
+                if let under { return ((under.purpose, under.deadline), 0) }
+                s.nextID += 1
+                s.watchers[s.nextID] = Watcher(matches: matches, continuation: continuation)
+                return (nil, s.nextID)
+            }
+            if let found { return continuation.resume(returning: found) }
+            // This bound only ends a wait that failed.
+            let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [state] in
+                state.withLock { $0.watchers.removeValue(forKey: id) }?.continuation
+                    .resume(throwing: CourierError(.timeout, "the engine never began the wait a test expected within \(limit)"))
+            }
         }
-        throw CourierError(.timeout, "the engine never waited for \(purpose.rawValue) within \(limit)")
     }
 }

@@ -22,6 +22,17 @@ public func eventually(timeout: Duration = .seconds(60), _ condition: () async t
     return false
 }
 
+/// Returns when the calling task is cancelled (`true`), or when `limit` has passed first
+/// (`false`: a hook that holds a run until it is stopped, and it never was). A wait for the
+/// cancel itself, not a sleep that a cancel happens to interrupt.
+public func untilCancelled(atMost limit: Duration = .seconds(60)) async -> Bool {
+    let (stream, continuation) = AsyncStream<Void>.makeStream()
+    let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
+    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.yield() }
+    for await _ in stream { return false }   // the limit passed
+    return true   // the stream ended: the task was cancelled
+}
+
 /// A fresh folder under the system's temporary directory.
 public func temporaryFolder(_ prefix: String) -> URL {
     let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(prefix)-\(UUID().uuidString)")

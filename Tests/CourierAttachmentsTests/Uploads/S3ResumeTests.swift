@@ -36,16 +36,14 @@ struct S3ResumeTests {
     /// Starts the upload and cancels it once `stopAt` bytes are confirmed (a kill, as far as
     /// the journal is concerned: the record stays as the last commit left it).
     private func uploadUntil(_ stopAt: Int64, _ s: S3RemoteStorage, _ file: URL, _ attachment: Attachment, _ dir: URL) async throws {
-        let stop = Locked(false)
+        let (reached, mark) = AsyncStream<Void>.makeStream()
         let task = Task {
+            defer { mark.finish() }   // an upload that ends short of the mark ends the wait too
             try await s.upload(fileAt: file, attachment: attachment, journal: try journal(dir) { p in
-                if p.confirmedBytes >= stopAt { stop.withLock { $0 = true } }
+                if p.confirmedBytes >= stopAt { mark.yield() }
             })
         }
-        while !stop.withLock({ $0 }) {
-            try await Task.sleep(for: .milliseconds(5))
-            if task.isCancelled { break }
-        }
+        for await _ in reached { break }
         task.cancel()
         _ = await task.result
     }

@@ -19,14 +19,15 @@ struct TusUploadTests {
 
     /// Uploads until `stopAt` bytes are confirmed, then stops (the record stays as the last commit left it).
     private func uploadUntil(_ stopAt: Int64, _ file: URL, name: String, _ dir: URL) async throws {
-        let stop = Locked(false)
+        let (reached, mark) = AsyncStream<Void>.makeStream()
         let u = try uploader()
         let task = Task {
+            defer { mark.finish() }   // an upload that ends short of the mark ends the wait too
             _ = try await u.upload(file, metadata: ["filename": name], journal: try journal(dir) { p in
-                if p.confirmedBytes >= stopAt { stop.withLock { $0 = true } }
+                if p.confirmedBytes >= stopAt { mark.yield() }
             })
         }
-        while !stop.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(2)) }
+        for await _ in reached { break }
         task.cancel()
         _ = await task.result
         try await u.shutdown()

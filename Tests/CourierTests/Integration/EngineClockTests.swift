@@ -58,12 +58,9 @@ import Testing
                 clock.advance(to: deadline - .seconds(1))
                 #expect(clock.waiting(.idleWindow) == [deadline] && clock.waiting(.backoff).isEmpty)
                 clock.advance(to: deadline)
-                let giveUp = ContinuousClock.now + .seconds(60)
-                while ContinuousClock.now < giveUp {
-                    if let backoff = clock.waiting(.backoff).first { clock.advance(to: backoff); aborted = true; break }
-                    if let later = clock.waiting(.idleWindow).first, later > deadline { deadline = later; break }
-                    try await Task.sleep(for: .milliseconds(2))
-                }
+                let earlier = deadline
+                let next = try await clock.nextWait { $0 == .backoff || ($0 == .idleWindow && $1 > earlier) }
+                if next.purpose == .backoff { clock.advance(to: next.deadline); aborted = true } else { deadline = next.deadline }
             }
             #expect(aborted)
             let record = try await d.waitForCompletion(id: "x")
@@ -103,10 +100,10 @@ import Testing
             // The origin has sent its MiB and stalls; progress ticks (100 ms of the engine's
             // time each, far inside the window) show when the engine holds all of it.
             #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == stall })
-            let giveUp = ContinuousClock.now + .seconds(60)
-            while seen.withLock({ $0 }) < stall, ContinuousClock.now < giveUp {
-                clock.advance(by: .milliseconds(100))
-                try await Task.sleep(for: .milliseconds(5))
+            var tick = try await clock.nextWait(.progressTick)
+            while seen.withLock({ $0 }) < stall {   // each tick published before the next one's wait
+                clock.advance(to: tick)
+                tick = try await clock.nextWait(.progressTick, after: tick)
             }
             #expect(seen.withLock { $0 } == stall)
             clock.advance(by: .seconds(30))

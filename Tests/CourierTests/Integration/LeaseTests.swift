@@ -146,7 +146,7 @@ import CourierOrigin
                         }
                     } catch { return }   // `takenOver` stays false: the test says so
                     takenOver.withLock { $0 = true }
-                    do { try await Task.sleep(for: .seconds(60)) } catch { stoppedInWindow.withLock { $0 = true } }   // until the heartbeat stops the run
+                    if await untilCancelled() { stoppedInWindow.withLock { $0 = true } }   // until the heartbeat stops the run
                 }
             }
             try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))

@@ -29,10 +29,10 @@ import CourierTestSupport
             #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == 1 << 20 })   // the burst is out; the reply stalls
             // No chunk comes now: only the ticks (100 ms of the engine's time each, far inside
             // its 60 s idle window) can show where it stalled.
-            let giveUp = ContinuousClock.now + .seconds(60)
-            while seen.withLock({ $0 }) < 1 << 20, ContinuousClock.now < giveUp {
-                clock.advance(by: .milliseconds(100))
-                try await Task.sleep(for: .milliseconds(5))
+            var tick = try await clock.nextWait(.progressTick)
+            while seen.withLock({ $0 }) < 1 << 20 {   // each tick published before the next one's wait
+                clock.advance(to: tick)
+                tick = try await clock.nextWait(.progressTick, after: tick)
             }
             watching.cancel()
             #expect(seen.withLock { $0 } == 1 << 20)

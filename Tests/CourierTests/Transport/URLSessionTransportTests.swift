@@ -17,7 +17,7 @@ import Testing
             var hasher = Data()
             var first = true
             for try await buffer in response.body {
-                if first { first = false; try await Task.sleep(for: .milliseconds(500)) }   // the network runs ahead meanwhile
+                if first { first = false; _ = await fx.origin.waitForRequests { ($0.first?.bodyBytesSent ?? 0) >= 1 << 20 } }   // the network runs ahead meanwhile
                 received += buffer.count
                 if hasher.count < 4096 { buffer.withUnsafeBytes { hasher.append(contentsOf: $0.prefix(4096 - hasher.count)) } }
                 if received % (8 << 20) < buffer.count { try await Task.sleep(for: .milliseconds(20)) }
