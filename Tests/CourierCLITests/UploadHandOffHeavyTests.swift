@@ -87,11 +87,13 @@ import Glibc
         let args = ["put", file.path, "s3://\(bucket)/video.bin?endpoint=\(MotoServer.shared.endpoint!.absoluteString)", "--db", db]
         let count = PutCLITests.size / (8 << 20)
         let (p, out, err) = try CLITests.launch(args + ["--hand-off-at", "128M", "--chaos-hold-arrival"], environment: aws)
-        let arrived = try await eventually(timeout: .seconds(120)) { Set(acceptedParts(bucket, "video.bin").map(\.number)).count == count || !p.isRunning }
-        try await Task.sleep(for: .milliseconds(300))   // the last replies reach the (holding) delegate
+        // Every task's reply has reached the (holding) delegate: the command says so, then holds.
+        let watch = StderrWatch(err)
+        let held = await watch.until("Every upload task ended; holding (test).")
+        let arrived = Set(acceptedParts(bucket, "video.bin").map(\.number)).count == count
         kill(p.processIdentifier, SIGKILL)
-        let first = await CLITests.finish(p, out, err)
-        #expect(arrived && first.stderr.contains("off to URLSession upload tasks"), "\(first.stderr)")
+        let first = await CLITests.finish(p, out, watch)
+        #expect(held && arrived && first.stderr.contains("off to URLSession upload tasks"), "\(first.stderr)")
         #expect(try await !CourierDatabase(path: db).uploadHandOffPieces().isEmpty)   // nothing of the tasks was recorded
         let store = try CourierDatabase(path: db)
         let uploadID = try #require(try await store.uploads().first?.id)
@@ -146,13 +148,12 @@ import Glibc
         let args = ["put", file.path, TusServer.shared.endpoint.absoluteString, "--db", db]
         let earlier = TusServer.shared.allPatches().count   // other tests' uploads, of the same size
         let (p, out, err) = try CLITests.launch(args + ["--hand-off-at", "128M", "--chaos-hold-arrival"])
-        let whole = try await eventually(timeout: .seconds(120)) {
-            TusServer.shared.allPatches().dropFirst(earlier).contains { $0.patch.status == 204 && $0.patch.offset + $0.patch.received == Int64(PutCLITests.size) } || !p.isRunning
-        }
-        try await Task.sleep(for: .milliseconds(300))
+        let watch = StderrWatch(err)
+        let held = await watch.until("Every upload task ended; holding (test).")   // the last reply reached the delegate
+        let whole = TusServer.shared.allPatches().dropFirst(earlier).contains { $0.patch.status == 204 && $0.patch.offset + $0.patch.received == Int64(PutCLITests.size) }
         kill(p.processIdentifier, SIGKILL)
-        let first = await CLITests.finish(p, out, err)
-        #expect(whole && first.stderr.contains("Handed 1 piece(s)"), "\(first.stderr)")
+        let first = await CLITests.finish(p, out, watch)
+        #expect(held && whole && first.stderr.contains("Handed 1 piece(s)"), "\(first.stderr)")
         let patchesBefore = TusServer.shared.allPatches().count
 
         let again = try await CLITests.run(args)

@@ -75,21 +75,30 @@ final class ScriptedUbiquity: UbiquityService, @unchecked Sendable { // state be
         defer { try? FileManager.default.removeItem(at: root) }
         try placeholder("a.txt")
         let file = root.appendingPathComponent("a.txt")
+        // Each percent is published once the reader has seen the one before (the time's limit
+        // ends a reader that never does).
+        let (shown, show) = AsyncStream<Double>.makeStream()
         service.state.withLock { $0.onStart = { _, _ in
             Task {
-                for (status, percent) in [(UbiquityDownloadingStatus.notDownloaded, 0.0), (.notDownloaded, 10), (.notDownloaded, 40), (.notDownloaded, 80)] {
-                    service.publish([service.item("a.txt", status, percent, downloading: percent > 0)])
-                    try await Task.sleep(for: .milliseconds(30))
+                service.publish([service.item("a.txt", .notDownloaded, 0, downloading: false)])
+                var seen = shown.makeAsyncIterator()
+                for percent in [10.0, 40, 80] {
+                    service.publish([service.item("a.txt", .notDownloaded, percent, downloading: true)])
+                    while let p = await seen.next(), p < percent {}
                 }
                 try Data("hello".utf8).write(to: file)
                 service.publish([service.item("a.txt", .current, 100)])
             }
         } }
         let docs = documents(container)
-        let progress = Task { var seen: [Double] = []; for try await p in docs.downloadProgress("a.txt") { seen.append(p) }; return seen }
+        let progress = Task {
+            var seen: [Double] = []
+            for try await p in docs.downloadProgress("a.txt") { seen.append(p); show.yield(p) }
+            return seen
+        }
         #expect(try await docs.readInPlace("a.txt") == "hello")
         let seen = try await progress.value
-        #expect(seen.last == 100 && seen == seen.sorted(), "\(seen)")
+        #expect(seen.last == 100 && seen == seen.sorted() && [10, 40, 80].allSatisfy(seen.contains), "\(seen)")
         // The read was coordinated, and its accessor never ran on a Swift concurrency thread.
         #expect(service.state.withLock { $0.coordinations.map(\.writing) } == [false])
         // Triggered while the status was still unknown: no idle window (600 s here) waited.

@@ -63,13 +63,14 @@ import Testing
                                          downloader: downloader)
         try Placeholder(key: "docs/readme.bin", size: Int64(Self.size)).write(for: app.appendingPathComponent("docs/docs/readme.bin"))
 
-        // How many the engine runs at once, sampled all along.
+        // How many the engine runs at once, counted at each of its events (a run that starts
+        // or ends says so; the count is read in the engine's own order, after the event).
         let most = Locked(0)
+        let everything = downloader.events()
         let sampler = Task {
-            while !Task.isCancelled {
+            for await _ in everything {
                 let n = await downloader.runningIDs.count
                 most.withLock { $0 = max($0, n) }
-                try? await Task.sleep(for: .milliseconds(2))   // a cancelled sleep ends the sampling
             }
         }
 
@@ -82,8 +83,11 @@ import Testing
         #expect(running.contains { $0.hasPrefix("media:") } && running.contains { $0.hasPrefix("attachment:") })
         // Both have bytes to keep before the hand-off (a loaded machine may be slow to start).
         #expect(try await eventually(timeout: .seconds(60)) { Self.partialSizes(under: app).filter { $0 >= 256 << 10 }.count == 2 })
+        let queuedEvents = downloader.events()
         let read = Task { try await Documents(container: mirror).readInPlaceBytes("docs/readme.bin") }
-        try await Task.sleep(for: .milliseconds(300))
+        // Queued: the engine publishes that, then starts what it may in the same step, so
+        // what runs once it is seen is what the limit let run.
+        for await event in queuedEvents { if case let .stateChanged(id, .queued, _) = event, id.hasPrefix("doc:") { break } }
         #expect(await downloader.runningIDs.count == 2)   // the document is queued, not a third connection
 
         // A hand-off of the running two takes the film and the photo; the document then runs in the engine.

@@ -41,9 +41,11 @@ import Testing
             let (data, d, bt) = try await handedOff(fx, size: size, pace: 12 << 20, { $0.progressPersistInterval = .milliseconds(200) },
                                                     before: { d in stream.withLock { $0 = d.events(for: "x") } })
             var stored: [Int64] = []
-            while let record = try await d.record(id: "x"), record.state == .handedOff {
+            for await event in d.events(for: "x") {   // the store, read at each of the system's reports
+                if case .ended = event { break }
+                guard case .progress = event else { continue }
+                guard let record = try await d.record(id: "x"), record.state == .handedOff else { break }
                 stored.append(record.bytesReceived)
-                try await Task.sleep(for: .milliseconds(150))
             }
             let record = try await d.waitForCompletion(id: "x")
             bt.invalidate()
