@@ -176,12 +176,16 @@ func code(of body: () async throws -> Void) async -> String? { await errorCode(b
         do { for try await _ in docs.downloadProgress("docs/missing.bin") {} } catch let e as CourierError { failure = e.code.rawValue }
         #expect(failure == "E_FNF_READ")
 
-        // Unknown status: the stream stays open (it is cut here by cancellation, not ended by it).
+        // Unknown status: the stream stays open, looking again and again (it is cut here by
+        // cancellation after its third look, not ended by it).
+        let (looks, looked) = AsyncStream<Void>.makeStream()
+        let unknownDocs = Documents(container: UnknownContainer(looked), options: docs.options)
         let unknown = Task { () -> Bool in
-            for try await _ in docs.downloadProgress("never/heard/of.bin") { return false }
+            for try await _ in unknownDocs.downloadProgress("never/heard/of.bin") { return false }
             return true
         }
-        try await Task.sleep(for: .milliseconds(300))
+        var count = 0
+        for await _ in looks { count += 1; if count == 3 { break } }
         unknown.cancel()
         #expect(try await unknown.value == true)
     }
@@ -224,4 +228,17 @@ func code(of body: () async throws -> Void) async -> String? { await errorCode(b
         #expect(await w.container.state(of: "sub/b.txt").status == .notDownloaded)
         #expect(try await docs.readInPlace("sub/b.txt") == "BB")   // downloads again
     }
+}
+
+/// A container that knows no file's status, and tells each look at one.
+final class UnknownContainer: DocumentContainer {
+    let root = URL(fileURLWithPath: "/nonexistent")
+    let looked: AsyncStream<Void>.Continuation
+    init(_ looked: AsyncStream<Void>.Continuation) { self.looked = looked }
+    func entryExists(_ path: String) -> Bool { false }
+    func startDownloading(_ path: String, restart: Bool) async throws {}
+    func state(of path: String) async -> DocumentState { looked.yield(); return DocumentState(status: nil) }
+    func coordinatedRead(_ path: String) async throws -> Data { Data() }
+    func coordinatedRead(_ path: String, chunkSize: Int, _ body: @Sendable (Data) async throws -> Void) async throws {}
+    func coordinatedWrite(_ path: String, data: Data) async throws {}
 }

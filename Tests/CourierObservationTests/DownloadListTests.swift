@@ -14,6 +14,7 @@ import Testing
     @MainActor final class Changes {
         var times: [String: [ContinuousClock.Instant]] = [:]
         var phases: [String: [DownloadSnapshot.Phase]] = [:]
+        private var waits: [UUID: (ids: [String], continuation: CheckedContinuation<Bool, Never>)] = [:]
 
         func follow(_ item: DownloadItem) {
             withObservationTracking { _ = item.snapshot } onChange: { [weak self] in
@@ -22,6 +23,23 @@ import Testing
                     self.times[item.id, default: []].append(.now)
                     if self.phases[item.id]?.last != item.phase { self.phases[item.id, default: []].append(item.phase) }
                     self.follow(item)
+                    for (key, wait) in self.waits where self.completed(wait.ids) { self.waits[key] = nil; wait.continuation.resume(returning: true) }
+                }
+            }
+        }
+
+        private func completed(_ ids: [String]) -> Bool { ids.allSatisfy { phases[$0]?.last == .completed } }
+
+        /// `true` once the last change seen of each of `ids` is its completion (`false` after
+        /// `limit`: a change never seen; the limit only ends a wait that failed).
+        func seeCompleted(_ ids: [String], within limit: Duration = .seconds(60)) async -> Bool {
+            if completed(ids) { return true }
+            let key = UUID()
+            return await withCheckedContinuation { continuation in
+                waits[key] = (ids, continuation)
+                let seconds = Double(limit.components.seconds)
+                DispatchQueue.main.asyncAfter(deadline: .now() + seconds) {
+                    MainActor.assumeIsolated { self.waits.removeValue(forKey: key)?.continuation.resume(returning: false) }
                 }
             }
         }
@@ -79,7 +97,10 @@ import Testing
         try await second.start()
         let ended = try await until(timeout: .seconds(60)) { list.items.allSatisfy { $0.phase == .completed } }
         #expect(ended)
-        try await Task.sleep(for: .milliseconds(300))   // the last change's re-arm
+        // Each follower's last change is the completion (a change is recorded a step after it
+        // is made; the slower list's may come a quarter of a second after the other's).
+        #expect(await changes.seeCompleted(list.items.map(\.id)))
+        #expect(await slowChanges.seeCompleted(slow.items.map(\.id)))
         for item in list.items {
             let most = changes.mostInOneSecond(item.id)
             let count = changes.times[item.id]?.count ?? 0
