@@ -110,8 +110,7 @@ extension DownloadRun {
         // name), unless a file is at the path (the unnamed open deletes it) or the system
         // has no unnamed files (Apple platforms: it is named, and cut, at once).
         if !unnamed || !PartialFile.opensUnnamed || FileManager.default.fileExists(atPath: partialURL.path) {
-            let owner = context.owner, expiry = context.leaseExpiry()
-            _ = try await persist { $0.renewLease(by: owner, until: expiry) }
+            try await renewLeaseOrStop()
         }
         let file = try unnamed ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
             : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)

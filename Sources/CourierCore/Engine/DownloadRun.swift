@@ -177,12 +177,7 @@ struct DownloadRun: Sendable {
                 context.hub.publish(.retrying(id: id, attempt: attempt, limit: limit, error: error, delay: delay))
                 context.logger.info("retrying in \(delay) (failure \(attempt) of \(limit) since net progress, \(held) bytes held): \(error)", metadata: ["id": "\(id)"])
                 try await config.clock.sleep(for: delay, .backoff)
-                // Still this run's? Another process may have paused, cancelled or taken the
-                // download over during the wait (a heartbeat need not have ticked in it); the
-                // next request was sent regardless, for a download that had ended elsewhere
-                // (found by the simulator). The lease is renewed by the same guarded write.
-                let owner = context.owner, expiry = context.leaseExpiry()
-                record = try await persist { $0.renewLease(by: owner, until: expiry) }
+                record = try await renewLeaseOrStop()   // still this run's after the wait?
                 action = lifecycle.waited(kept: PartialFile.length(at: partialURL))
             case let .restartFromZero(reason):
                 context.logger.notice("restarting from zero: \(reason)", metadata: ["id": "\(id)"])

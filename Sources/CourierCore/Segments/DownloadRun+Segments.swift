@@ -185,11 +185,8 @@ extension DownloadRun {
             pending = nil
             if body == nil {
                 // Still this run's before a range is asked for (after a backoff, or a range
-                // split off another), as after a whole download's backoff: ranges asked for a
-                // download another process had cancelled meanwhile (found by the simulator,
-                // seeds 3938901736 and after a backoff). One guarded write per range request.
-                let owner = context.owner, expiry = context.leaseExpiry()
-                _ = try await persist { $0.renewLease(by: owner, until: expiry) }
+                // split off another): seed 3938901736. One guarded write per range request.
+                try await renewLeaseOrStop()
             }
             do {
                 try await withIdleWatchdog(timeout: config.idleTimeout, clock: config.clock) { activity in
