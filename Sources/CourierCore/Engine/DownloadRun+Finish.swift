@@ -184,11 +184,7 @@ extension DownloadRun {
     ///   again (for a small body, at most 1 MiB fetched twice).
     /// Run outside the run's task: a stop must not skip it.
     func takeBackUnlessDescribed(_ final: URL, _ placed: (device: UInt64, inode: UInt64), by validators: DownloadRecord?) async {
-        let db = self.db, id = self.id, context = self.context
-        let stored = await EngineExecutor.current.task { () -> DownloadRecord?? in
-            await context.bestEffort("reading the record", id: id, { try await db.record(id: id) })
-        }.value
-        guard case let .some(record) = stored else { return }   // unreadable: the file stays, as before
+        guard case let .some(record) = await recordPastStop() else { return }   // unreadable: the file stays, as before
         let describes = record.map { r in
             validators.map { r.etag == $0.etag && r.lastModified == $0.lastModified && r.totalBytes == $0.totalBytes } ?? true
         } ?? false

@@ -12,4 +12,14 @@ extension DownloadRun {
         let owner = context.owner, expiry = context.leaseExpiry()
         return try await persist { $0.renewLease(by: owner, until: expiry) }
     }
+
+    /// The download's record, read in a task a stop does not cancel (a pause may have
+    /// cancelled this one): `.some(nil)` when the record is gone, `nil` when it could not be
+    /// read (logged).
+    func recordPastStop() async -> DownloadRecord?? {
+        let db = self.db, id = self.id, context = self.context
+        return await EngineExecutor.current.task {
+            await context.bestEffort("reading the record", id: id, { try await db.record(id: id) })
+        }.value
+    }
 }

@@ -30,15 +30,9 @@ extension DownloadRun {
     /// a task a stop does not cancel. Unreadable: yes (as for a named partial, whose next
     /// guarded write finds out).
     func stillMine() async -> Bool {
-        let db = self.db, id = self.id, owner = context.owner
-        return await EngineExecutor.current.task {
-            do {
-                guard let record = try await db.record(id: id) else { return false }
-                return record.state == .downloading && !owner.isBlocked(by: record)
-            } catch {
-                return true   // unreadable: kept, as a named partial is
-            }
-        }.value
+        guard case let .some(stored) = await recordPastStop() else { return true }   // unreadable: kept, as a named partial is
+        guard let record = stored else { return false }
+        return record.state == .downloading && !context.owner.isBlocked(by: record)
     }
 
     /// On the way out of a failed or stopped body: names the partial so what arrived is

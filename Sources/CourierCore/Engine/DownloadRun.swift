@@ -328,14 +328,12 @@ struct DownloadRun: Sendable {
     /// taken over instead, the file is kept for the next run.
     func dropOrphanedPartial() async {
         guard let opened = openedPartial.take() else { return }
-        let db = self.db, id = self.id, context = self.context
-        let unneeded = await EngineExecutor.current.task { () -> Bool in
-            switch await context.bestEffort("reading the record", id: id, { try await db.record(id: id) }) {
-            case .some(.none): return true
-            case let .some(.some(record)): return record.state == .completed
-            case .none: return false   // unreadable: the file stays
-            }
-        }.value
+        let unneeded: Bool
+        switch await recordPastStop() {
+        case .some(.none): unneeded = true
+        case let .some(.some(record)): unneeded = record.state == .completed
+        case .none: unneeded = false   // unreadable: the file stays
+        }
         if unneeded { PartialFile.delete(opened.url, ifStill: opened.identity) }
     }
 }
