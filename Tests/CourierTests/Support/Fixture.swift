@@ -67,6 +67,9 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
         c.freeSpaceReserve = 0
         c.idleTimeout = .seconds(5)
         change(&c)
+        // A test that keeps this idle timeout and the system's clock counts on downloads that
+        // do not stall: no idle abort under a loaded machine's pauses (``NoIdleEngineClock``).
+        if c.idleTimeout == .seconds(5), c.clock is SystemEngineClock { c.clock = NoIdleEngineClock() }
         return c
     }
 
