@@ -260,7 +260,12 @@ import CourierTestSupport
             // could end before it subscribes, and its first event was the end).
             var fault = Fault(); fault.bytesPerSecond = 2 << 20; fault.stallAfterBytes = 3 << 20
             fx.origin.setFault(fault, for: "/f.bin")
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            // A progress write on every chunk: at one a second, a run that took its 3 MiB from
+            // the transport's buffer within a second of its head (the head's write slow on a
+            // loaded machine, URLSession reading on meanwhile) wrote none before the stall, and
+            // the record said 0 until the stall ended: never, here (a CI run's URLSession pass,
+            // 2026-11-29; on a ManualEngineClock, where a second never passes, every time).
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120); $0.progressPersistInterval = .zero }
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             #expect(try await eventually { (try await d.record(id: "x"))?.bytesReceived ?? 0 > 0 })
             var first: DownloadEvent?
