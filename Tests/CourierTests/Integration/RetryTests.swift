@@ -41,6 +41,25 @@ import CourierOrigin
         }
     }
 
+    /// The interleaving that made `clientErrorFailsAtOnce` ask twice, once, in a loaded pass:
+    /// the whole process paused longer than the fixture's 5 s idle window before the 404's
+    /// head was read, the watchdog aborted the attempt and the retry asked again. Here the
+    /// first head comes 6 s late: one request, because the fixture's downloads have no idle
+    /// window unless a test asks for one (``NoIdleEngineClock``). With a window of 4.999 s on
+    /// the system's clock it asks twice, and the second, on time, gets the file (checked).
+    @Test func aHeadLaterThanTheFixturesIdleWindowIsStillOneRequest() async throws {
+        try await withFixture { fx in
+            try fx.serve("late.bin", size: 1000)
+            var late = Fault(); late.failStatus = 404; late.headerDelaySeconds = 6; late.times = 1
+            fx.origin.setFault(late, for: "/late.bin")
+            let d = try fx.downloader()
+            try await d.enqueue(DownloadRequest(id: "x", url: fx.url("late.bin"), destination: "late.bin"))
+            #expect(await errorCode { _ = try await d.waitForCompletion(id: "x") } == CourierError.Code.httpClientError.rawValue)
+            await d.shutdown()
+            #expect(fx.origin.requests.count == 1)
+        }
+    }
+
     @Test func aRefusedConnectionIsRetriedAFewTimesEachAnnounced() async throws {
         try await withFixture { fx in
             // A port nobody listens on: connection refused every time. It fails the attempt
