@@ -67,20 +67,24 @@ struct DraftInteropTests {
         try await server.stop()
     }
 
-    /// An append that says the wrong offset is refused with the server's (409), and one to
-    /// an upload the server does not know is 404: the two answers the client acts on.
+    /// An upload the server does not know is 404, and an append that says the wrong offset
+    /// is refused with the server's (409): the two answers the client acts on. Nothing is
+    /// asked after the 409: SwiftNIO's server answers it before reading the append's body, and
+    /// then answers nothing more on that connection when the body comes after the 409 (a raw
+    /// socket, every time), or 404 for the upload when it came with the head. Asked after
+    /// it, the 404 below timed out once in five runs (RELIABILITY.md).
     @Test func aWrongOffsetAndAnUnknownUploadAreToldApart() async throws {
         let dir = temporaryFolder("courier-draft")
         defer { try? FileManager.default.removeItem(at: dir) }
         let server = try await DraftUploadServer.start(directory: dir)
         let service = ServiceTransport(testTransport())
+        let unknown = try await send(service, .head, server.url("/resumable_upload/nope"), Draft.offsetHeaders(.v6))
+        #expect(unknown.status == 404, "\(unknown)")
         let target = server.url("/files/x.bin")
         let created = try await send(service, .post, target, Draft.creationHeaders(.v6), body: Data())
         let upload = try #require(Draft.uploadURL(created, target: target))
         let wrong = try await send(service, .patch, upload, Draft.appendHeaders(.v6, offset: 10, complete: false), body: Data(count: 5))
         #expect(wrong.status == 409 && wrong.offset == 0, "\(wrong)")
-        let unknown = try await send(service, .head, server.url("/resumable_upload/nope"), Draft.offsetHeaders(.v6))
-        #expect(unknown.status == 404, "\(unknown)")
         try await service.shutdown()
         try await server.stop()
     }
