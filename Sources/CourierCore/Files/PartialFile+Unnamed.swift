@@ -20,10 +20,9 @@ extension PartialFile {
     /// `O_TMPFILE` and `linkat`): elsewhere it names the file at once.
     static var opensUnnamed: Bool {
         #if os(Linux)
-        return canLink
-        #else
-        return false
+        if canLink { return true }
         #endif
+        return false   // (no #else: a Darwin-only line here would go un-type-checked, scripts/darwin-typecheck)
     }
 
     /// A new, empty partial for `url`, unnamed where the system allows it, else named as
