@@ -100,8 +100,8 @@ public final class CourierOrigin: Sendable {
         let task = acceptTask.withLockedValue { $0 }
         task?.cancel()
         await task?.value
+        defer { endWatches() }
         try await group.shutdownGracefully()
-        endWatches()
     }
 
     /// The URL of a path on this origin, such as `/big.bin`.
@@ -136,7 +136,7 @@ public final class CourierOrigin: Sendable {
     public var requests: [OriginRequest] { state.withLockedValue { $0.log.map(\.request) } }
 
     /// Forgets the request log.
-    public func clearRequests() { state.withLockedValue { $0.log.removeAll() } }
+    public func clearRequests() { changeLog { $0.log.removeAll() } }
 
     // MARK: Serving
 

@@ -6,7 +6,7 @@ import Foundation
 final class StderrWatch: @unchecked Sendable {   // every field under `lock`
     private let lock = NSLock()
     private var data = Data(), ended = false
-    private var waiting: [(needle: String, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var waiting: [UUID: (needle: String?, continuation: CheckedContinuation<Bool, Never>)] = [:]
 
     init(_ pipe: Pipe) {
         let handle = pipe.fileHandleForReading
@@ -26,10 +26,11 @@ final class StderrWatch: @unchecked Sendable {   // every field under `lock`
             if let chunk { data.append(chunk) } else { ended = true }
             let text = String(decoding: data, as: UTF8.self)
             var settled: [(CheckedContinuation<Bool, Never>, Bool)] = []
-            waiting.removeAll { wait in
-                let found = text.contains(wait.needle)
-                if found || ended { settled.append((wait.continuation, found)) }
-                return found || ended
+            for (key, wait) in waiting {
+                let found = wait.needle.map(text.contains) ?? false
+                guard found || ended else { continue }
+                waiting[key] = nil
+                settled.append((wait.continuation, found || wait.needle == nil))
             }
             return settled
         }
@@ -37,37 +38,51 @@ final class StderrWatch: @unchecked Sendable {   // every field under `lock`
     }
 
     /// `true` once the command has printed `needle`; `false` when it closed its standard
-    /// error without.
-    func until(_ needle: String) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let now = lock.withLock { () -> Bool? in
-                if String(decoding: data, as: UTF8.self).contains(needle) { return true }
-                if ended { return false }
-                waiting.append((needle, continuation))
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
-        }
+    /// error without, or when `limit` passed first (the test then stops the command).
+    func until(_ needle: String, within limit: Duration = .seconds(120)) async -> Bool {
+        await wait(for: needle, within: limit)
     }
 
     /// Everything the command printed there, once it has closed its standard error.
     func text() async -> String {
-        _ = await until("\u{0}")   // never printed: returns at the end
+        _ = await wait(for: nil, within: .seconds(86_400))
         return lock.withLock { String(decoding: data, as: UTF8.self) }
+    }
+
+    /// Waits for `needle` (`nil`: the end of the output).
+    private func wait(for needle: String?, within limit: Duration) async -> Bool {
+        let key = UUID()
+        return await withCheckedContinuation { continuation in
+            let now = lock.withLock { () -> Bool? in
+                if let needle, String(decoding: data, as: UTF8.self).contains(needle) { return true }
+                if ended { return needle == nil }
+                waiting[key] = (needle, continuation)
+                return nil
+            }
+            if let now { return continuation.resume(returning: now) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + Double(limit.components.seconds)) { [self] in
+                lock.withLock { waiting.removeValue(forKey: key) }?.continuation.resume(returning: false)
+            }
+        }
     }
 }
 
 extension CLITests {
     /// ``finish(_:_:_:)`` for a command whose standard error a ``StderrWatch`` reads.
     static func finish(_ p: Process, _ out: Pipe, _ watch: StderrWatch) async -> Result {
-        let stderr = await watch.text()
-        let stdout = await withCheckedContinuation { continuation in
-            Thread {
-                let data = out.fileHandleForReading.readDataToEndOfFile()
-                p.waitUntilExit()
-                continuation.resume(returning: data)
-            }.start()
+        // Standard output is drained from now on, on a thread of its own: a command that
+        // fills its pipe would otherwise never close its standard error.
+        let reading = Task.detached {
+            await withCheckedContinuation { continuation in
+                Thread {
+                    let data = out.fileHandleForReading.readDataToEndOfFile()
+                    p.waitUntilExit()
+                    continuation.resume(returning: data)
+                }.start()
+            }
         }
+        let stderr = await watch.text()
+        let stdout = await reading.value
         let result = Result(status: p.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: stderr, stdoutData: stdout)
         expectNoBuildPath(result.stderr)
         return result

@@ -139,7 +139,11 @@ private final class StoreUpload: ChannelInboundHandler, @unchecked Sendable {   
             do {
                 try handle.close()
                 guard !writeFailed else { throw CocoaError(.fileWriteUnknown) }
-                _ = try? FileManager.default.removeItem(at: target)   // none is fine; one that stays makes the move fail, 500
+                var isFolder: ObjCBool = false
+                if FileManager.default.fileExists(atPath: target.path, isDirectory: &isFolder) {
+                    guard !isFolder.boolValue else { throw CocoaError(.fileWriteFileExists) }   // a folder is never replaced
+                    try FileManager.default.removeItem(at: target)
+                }
                 try FileManager.default.moveItem(at: temporary, to: target)
                 respond(context, .created)
             } catch {
@@ -147,6 +151,14 @@ private final class StoreUpload: ChannelInboundHandler, @unchecked Sendable {   
                 respond(context, .internalServerError)
             }
         }
+    }
+
+    /// An upload given up (its channel gone before the end): its bytes go.
+    func handlerRemoved(context: ChannelHandlerContext) {
+        guard let handle, let temporary else { return }
+        self.handle = nil
+        try? handle.close()   // the handle of a file deleted next: nothing to keep
+        try? FileManager.default.removeItem(at: temporary)   // cleanup: one left behind is only litter
     }
 
     private func respond(_ context: ChannelHandlerContext, _ status: HTTPResponse.Status) {

@@ -110,8 +110,9 @@ package final class ManualEngineClock: EngineClock {
                           within limit: Duration = .seconds(60)) async throws -> (purpose: EngineWait, deadline: ContinuousClock.Instant) {
         try await withCheckedThrowingContinuation { continuation in
             let (found, id) = state.withLock { s -> ((purpose: EngineWait, deadline: ContinuousClock.Instant)?, UInt64) in
-                let under = s.sleepers.values.filter { matches($0.purpose, $0.deadline) }.min { $0.deadline < $1.deadline }
-                if let under { return ((under.purpose, under.deadline), 0) }
+                // The earliest, then the first begun: the same every run.
+                let under = s.sleepers.filter { matches($0.value.purpose, $0.value.deadline) }.min { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }
+                if let under { return ((under.value.purpose, under.value.deadline), 0) }
                 s.nextID += 1
                 s.watchers[s.nextID] = Watcher(matches: matches, continuation: continuation)
                 return (nil, s.nextID)

@@ -66,12 +66,16 @@ package enum ResumableUploadDraft {
         package let complete: Bool?
 
         package init(status: Int, headers: [(String, String)]) {
+            func raw(_ name: String) -> String? {
+                headers.first { $0.0.lowercased() == name.lowercased() }.map { $0.1.trimmingCharacters(in: .whitespaces) }
+            }
+            // A structured field's item, without its parameters (`;…`); a URL is read whole.
             func value(_ name: String) -> String? {
-                headers.first { $0.0.lowercased() == name.lowercased() }.map { String($0.1.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? "").trimmingCharacters(in: .whitespaces) }
+                raw(name).map { String($0.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? "") }
             }
             self.status = status
             version = value(ResumableUploadDraft.versionField).flatMap(Self.integer).flatMap { Int(exactly: $0) }
-            location = value("Location").flatMap { $0.isEmpty ? nil : $0 }
+            location = raw("Location").flatMap { $0.isEmpty ? nil : $0 }
             offset = value("Upload-Offset").flatMap(Self.integer)
             complete = value("Upload-Complete").flatMap(Self.boolean) ?? value("Upload-Incomplete").flatMap(Self.boolean).map { !$0 }
         }

@@ -51,6 +51,11 @@ struct ResumableUploadDraftTests {
         #expect(reply.speaksTheDraft)
     }
 
+    /// A URL is read whole: a `;` in it is a path parameter, not a structured field's.
+    @Test func aLocationKeepsItsSemicolons() {
+        #expect(Draft.Reply(status: 201, headers: [("Location", "/up/abc;jsessionid=7")]).location == "/up/abc;jsessionid=7")
+    }
+
     /// Either field says it: `Upload-Complete: ?1`, or `Upload-Incomplete: ?0` (interop 3's
     /// name, and what SwiftNIO's server 1.35 sends at the end of a 5 or 6 upload).
     @Test func completionIsReadFromEitherField() {

@@ -69,6 +69,8 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
         change(&c)
         // A test that keeps this idle timeout and the system's clock counts on downloads that
         // do not stall: no idle abort under a loaded machine's pauses (``NoIdleEngineClock``).
+        // Decided here: a test that wants the watchdog sets its window in `change`, not on
+        // the configuration this returns.
         if c.idleTimeout == .seconds(5), c.clock is SystemEngineClock { c.clock = NoIdleEngineClock() }
         return c
     }
