@@ -87,7 +87,9 @@ import Testing
             var fault = Fault(); fault.stallAfterBytes = stall; fault.times = 1
             fx.origin.setFault(fault, for: "/f.bin")
             let clock = ManualEngineClock()
-            let d = try fx.downloader { $0.clock = clock; $0.idleTimeout = .seconds(30) }
+            let transport = PullWatchingTransport(fx.transport() ?? Fixture.ownAsyncHTTPClientTransport())
+            defer { Task { try? await transport.shutdown() } }   // the test is over: nothing waits for the client
+            let d = Downloader(configuration: fx.configuration { $0.clock = clock; $0.idleTimeout = .seconds(30) }, database: try fx.database(), transport: transport)
             let seen = Locked<Int64>(0), retried = Locked<[String]>([])
             let events = d.events(for: "x")
             let watching = Task {
@@ -99,7 +101,9 @@ import Testing
             try await d.enqueue(DownloadRequest(id: "x", url: fx.url("f.bin"), destination: "f.bin"))
             // The origin has sent its MiB and stalls; progress ticks (100 ms of the engine's
             // time each, far inside the window) show when the engine holds all of it.
-            #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == stall })
+            // The engine has taken in the MiB when it asks for more (time stands still until
+            // then: the idle window cannot pass while the bytes are on their way).
+            #expect(await transport.waitForPull(after: stall))
             var tick = try await clock.nextWait(.progressTick)
             while seen.withLock({ $0 }) < stall {   // each tick published before the next one's wait
                 clock.advance(to: tick)

@@ -19,14 +19,16 @@ import CourierTestSupport
             // moves time, not within 10 s of a wall clock a loaded machine spent elsewhere
             // (it failed so in a fresh-clone CI run, 2026-11-29).
             let clock = ManualEngineClock()
-            let d = try fx.downloader { $0.clock = clock; $0.idleTimeout = .seconds(60) }
+            let transport = PullWatchingTransport(fx.transport() ?? Fixture.ownAsyncHTTPClientTransport())
+            defer { Task { try? await transport.shutdown() } }   // the test is over: nothing waits for the client
+            let d = Downloader(configuration: fx.configuration { $0.clock = clock; $0.idleTimeout = .seconds(60) }, database: try fx.database(), transport: transport)
             let seen = Locked<Int64>(0)
             let events = d.events(for: "s")
             let watching = Task {
                 for await event in events { if case let .progress(p) = event { seen.withLock { $0 = max($0, p.bytesReceived) } } }
             }
             try await d.enqueue(DownloadRequest(id: "s", url: fx.url("s.bin"), destination: "s.bin"))
-            #expect(try await eventually { fx.origin.requests.first?.bodyBytesSent == 1 << 20 })   // the burst is out; the reply stalls
+            #expect(await transport.waitForPull(after: 1 << 20))   // the burst is in the engine; the reply stalls
             // No chunk comes now: only the ticks (100 ms of the engine's time each, far inside
             // its 60 s idle window) can show where it stalled.
             var tick = try await clock.nextWait(.progressTick)
