@@ -1,3 +1,4 @@
+import CourierTestSupport
 import Foundation
 
 /// A launched command's standard error, read as it comes on a thread of its own: a test
@@ -60,7 +61,7 @@ final class StderrWatch: @unchecked Sendable {   // every field under `lock`
                 return nil
             }
             if let now { return continuation.resume(returning: now) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + Double(limit.components.seconds)) { [self] in
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit.inSeconds) { [self] in
                 lock.withLock { waiting.removeValue(forKey: key) }?.continuation.resume(returning: false)
             }
         }

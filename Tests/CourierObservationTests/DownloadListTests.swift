@@ -37,8 +37,7 @@ import Testing
             let key = UUID()
             return await withCheckedContinuation { continuation in
                 waits[key] = (ids, continuation)
-                let seconds = Double(limit.components.seconds)
-                DispatchQueue.main.asyncAfter(deadline: .now() + seconds) {
+                DispatchQueue.main.asyncAfter(deadline: .now() + limit.inSeconds) {
                     MainActor.assumeIsolated { self.waits.removeValue(forKey: key)?.continuation.resume(returning: false) }
                 }
             }

@@ -119,8 +119,7 @@ package final class ManualEngineClock: EngineClock {
             }
             if let found { return continuation.resume(returning: found) }
             // This bound only ends a wait that failed.
-            let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [state] in
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit.inSeconds) { [state] in
                 state.withLock { $0.watchers.removeValue(forKey: id) }?.continuation
                     .resume(throwing: CourierError(.timeout, "the engine never began the wait a test expected within \(limit)"))
             }

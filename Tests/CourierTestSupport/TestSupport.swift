@@ -27,10 +27,14 @@ public func eventually(timeout: Duration = .seconds(60), _ condition: () async t
 /// cancel itself, not a sleep that a cancel happens to interrupt.
 public func untilCancelled(atMost limit: Duration = .seconds(60)) async -> Bool {
     let (stream, continuation) = AsyncStream<Void>.makeStream()
-    let seconds = Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18
-    DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { continuation.yield() }
+    DispatchQueue.global().asyncAfter(deadline: .now() + limit.inSeconds) { continuation.yield() }
     for await _ in stream { return false }   // the limit passed
     return true   // the stream ended: the task was cancelled
+}
+
+extension Duration {
+    /// In seconds, for Dispatch's deadlines (the tests' failure bounds).
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// A fresh folder under the system's temporary directory.

@@ -34,7 +34,7 @@ final class PullWatchingTransport: HTTPTransport, @unchecked Sendable {   // `st
                 return false
             }
             if now { return continuation.resume(returning: true) }
-            DispatchQueue.global().asyncAfter(deadline: .now() + Double(limit.components.seconds)) { [state] in
+            DispatchQueue.global().asyncAfter(deadline: .now() + limit.inSeconds) { [state] in
                 state.withLock { $0.waits.removeValue(forKey: key) }?.continuation.resume(returning: false)
             }
         }
