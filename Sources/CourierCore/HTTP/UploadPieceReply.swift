@@ -48,6 +48,15 @@ public enum UploadPieceReply {
             case .confirmed(let offset)?: return .notConfirmed("the server holds \(offset) bytes, not \(piece.offset + piece.size)")
             default: return .notConfirmed("the chunk's reply was \(status)")
             }
+        case .ietf:
+            // A 2xx to an append means every byte of it arrived; an offset it names must be the
+            // append's end. Anything else is left to the next run's offset request.
+            let end = piece.offset + piece.size
+            guard (200..<300).contains(status) else { return .notConfirmed("the append's reply was \(status)") }
+            if let said = headers.first(name: "Upload-Offset"), said.trimmingCharacters(in: .whitespaces) != String(end) {
+                return .notConfirmed("the server says offset \(said.prefix(20)), not \(end)")
+            }
+            return .confirmed(etag: nil, offset: end)
         }
     }
 }

@@ -7,6 +7,9 @@ public enum UploadProtocol: String, Codable, Sendable {
     case s3
     /// A tus 1.0 upload: `remoteId` is the upload URL, `confirmedBytes` the server's offset.
     case tus
+    /// An upload of the IETF draft "Resumable Uploads for HTTP" (interop 3, 5 or 6): `remoteId`
+    /// is the upload's URL, `confirmedBytes` the server's offset.
+    case ietf
 }
 
 /// The twin of ``DownloadRecord`` for uploads: what is sent, where, and what the server has
@@ -28,11 +31,11 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Persi
     public var sourceSize: Int64
     /// The source file's modification time (seconds since 1970) when the upload began.
     public var sourceModified: Double
-    /// The protocol, and where to: `bucket/key` for S3, the creation URL for tus.
+    /// The protocol, and where to: `bucket/key` for S3, the creation URL for tus and the draft.
     public var kind: UploadProtocol
-    /// Where to: `bucket/key` for S3, the creation URL for tus.
+    /// Where to: `bucket/key` for S3, the creation URL for tus and the draft.
     public var target: String
-    /// The server's handle: the S3 upload id or the tus upload URL; `nil` before it exists.
+    /// The server's handle: the S3 upload id, or the tus or draft upload URL; `nil` before it exists.
     public var remoteId: String?
     /// The part (S3) or chunk (tus) size the upload was planned with.
     public var partSize: Int64

@@ -1,0 +1,213 @@
+import Courier
+import Foundation
+import Logging
+
+/// A client of the IETF draft "Resumable Uploads for HTTP" (draft-ietf-httpbis-resumable-upload,
+/// the successor of tus, which Apple's URLSession speaks since iOS 17): a creation with no
+/// body, appends of ``chunkSize`` bytes from the server's offset, the last one marked
+/// complete, and an offset request (`HEAD`) after a cut. The upload's URL and the offset
+/// the server confirmed live in the journal's record, so a kill or a relaunch asks the
+/// server where it is and sends only the rest (``ResumableUploadDraft`` holds the fields).
+public final class DraftUploader: Sendable {
+    /// Where the upload is created (`POST`); the server says where it then lives.
+    public let target: URL
+    /// Bytes per append (default 8 MiB): how often the record learns the server's offset.
+    public let chunkSize: Int64
+    /// Failed requests in a row without net progress before the upload gives up (default 6).
+    public let maxAttempts: Int
+    /// The interop version every request says (`Upload-Draft-Interop-Version`).
+    package let version: ResumableUploadDraft.Version
+    let headers: [(name: String, value: String)]
+    let service: ServiceTransport
+    let logger: Logger
+
+    /// Makes a client speaking interop version 6 (what iOS 18.1 on speaks); `headers` (auth)
+    /// go with every request to the target's origin and are never persisted.
+    /// - Parameters:
+    ///   - target: the creation URL.
+    ///   - headers: sent to the target's origin only.
+    ///   - chunkSize: bytes per append.
+    ///   - maxAttempts: failed requests in a row without net progress before the upload gives up.
+    ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
+    ///     platform's default, shut down by ``shutdown()``.
+    ///   - logger: where the client logs.
+    public convenience init(target: URL, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20, maxAttempts: Int = 6,
+                            transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.ietf")) throws {
+        try self.init(target: target, version: .v6, headers: headers, chunkSize: chunkSize, maxAttempts: maxAttempts, transport: transport, logger: logger)
+    }
+
+    /// Makes a client speaking `version`.
+    package init(target: URL, version: ResumableUploadDraft.Version, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20,
+                 maxAttempts: Int = 6, transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.ietf")) throws {
+        guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", target.host != nil else {
+            throw CourierError(.invalidURL, "a resumable upload goes to an http(s) URL: \(target.absoluteString.prefix(200))")
+        }
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.chunkSize = max(1, chunkSize)
+        self.maxAttempts = max(1, maxAttempts)
+        self.logger = logger
+        _ = try HTTPFields(validating: headers)
+        service = ServiceTransport(transport)
+    }
+
+    /// Releases the transport when the client made it, awaited.
+    public func shutdown() async throws { try await service.shutdown() }
+
+    /// The server answered a creation without the draft's fields: it does not speak it
+    /// (a caller with a fallback, such as `courier put --protocol auto`, uses that instead).
+    package struct NotSpoken: Error { let error: CourierError }
+
+    /// Uploads `file`, going on with the journal's upload when it is the same file going to
+    /// the same target and the server still has it. Returns the upload's URL; the record is
+    /// deleted once the server holds the whole file. An upload the server lost, or a file
+    /// that changed while it went up, starts again once (`E_REMOTE_NOT_FOUND` or
+    /// `E_SOURCE_CHANGED` the second time). A server that does not speak the draft is
+    /// `E_PROTOCOL`, before any byte of the file is sent.
+    public func upload(_ file: URL, journal: UploadJournal) async throws -> URL {
+        do { return try await uploadOrSayNotSpoken(file, journal: journal) } catch let notSpoken as NotSpoken { throw notSpoken.error }
+    }
+
+    /// ``upload(_:journal:)``, with a server that does not speak the draft told apart.
+    package func uploadOrSayNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
+        try await journal.checkNotHandedOff()
+        var attempt = 0
+        while true {
+            attempt += 1
+            let source = try UploadSource(url: file)
+            do {
+                return try await run(source, journal: journal)
+            } catch DraftRestart.gone {
+                try await journal.database.deleteUpload(id: journal.id)
+                guard attempt == 1 else { throw CourierError(.remoteNotFound, "the server lost the upload of \(file.lastPathComponent) twice") }
+                logger.notice("\(file.lastPathComponent): the server no longer has the upload; starting again")
+            } catch let changed as UploadSource.Changed {
+                if let remote = try await journal.database.upload(id: journal.id)?.record.remoteId, let url = URL(string: remote) { await cancel(url) }
+                try await journal.database.deleteUpload(id: journal.id)
+                guard attempt == 1 else { throw changed.error }
+                logger.notice("\(changed.error.message); starting again")
+            }
+        }
+    }
+
+    enum DraftRestart: Error { case gone }
+
+    private func run(_ source: UploadSource, journal: UploadJournal) async throws -> URL {
+        let db = journal.database
+        let existing = try await db.upload(id: journal.id)
+        var uploadURL: URL?
+        var offset: Int64 = 0
+        switch UploadResume.decide(record: existing?.record, source: source, kind: .ietf, target: target.absoluteString, partSize: chunkSize) {
+        case .resume(let remote):
+            let url = URL(string: remote)
+            if let url, let changed = try TusUploader.changedChunk(existing?.parts ?? [], source) {
+                logger.notice("\(source.url.lastPathComponent) changed (bytes at \(changed)); starting again")
+                await cancel(url)
+            } else if let url, source.size > 0, existing?.record.confirmedBytes == source.size {
+                try source.checkUnchanged()   // the last append's reply was recorded: the upload is whole
+                try await db.deleteUpload(id: journal.id)
+                return url
+            } else if let url, let held = try await serverOffset(url, size: source.size) {
+                if held.complete, held.offset == source.size {
+                    try source.checkUnchanged()
+                    try await db.deleteUpload(id: journal.id)
+                    return url
+                }
+                uploadURL = url
+                offset = held.offset
+            }
+        case let .restart(reason, abandon):
+            if let abandon, let url = URL(string: abandon) {
+                logger.notice("\(source.url.lastPathComponent): \(reason); starting again")
+                await cancel(url)
+            }
+        }
+        var number = (existing?.parts.map(\.number).max() ?? 0) + 1
+        if uploadURL == nil {
+            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
+                                                  kind: .ietf, target: target.absoluteString, partSize: chunkSize))
+            let url = try await create()
+            try await db.noteUploadHandle(id: journal.id, remoteId: url.absoluteString)
+            uploadURL = url
+            offset = 0
+            number = 1
+        }
+        let url = uploadURL!
+        let counter = UploadCounter(journal: journal, total: source.size, held: offset)
+        var failures = 0
+        var sentLast = false
+        while !sentLast {
+            let length = min(chunkSize, source.size - offset)
+            // The last append completes the file: it goes from memory, read before the file is
+            // looked at again, so a rewrite during the send cannot complete a mix.
+            let last = offset + length == source.size
+            let chunk = try last ? source.read(offset: offset, length: length) : source.hash(offset: offset, length: length)
+            if last { try source.checkUnchanged() }
+            let tally = RequestTally(counter)
+            var serverSaid: Int64?
+            do {
+                switch try await append(url, chunk, last: last, tally: tally) {
+                case .confirmed(let confirmed):
+                    let kept = confirmed - offset == chunk.length ? chunk : try source.hash(offset: offset, length: confirmed - offset)
+                    if kept.length < chunk.length { counter.lost(chunk.length - kept.length) }
+                    try source.checkUnchanged()
+                    if kept.length > 0 {
+                        try await db.noteUploadPart(UploadPart(uploadId: journal.id, number: number, offset: offset, size: kept.length, etag: nil,
+                                                               md5: kept.md5Hex, sha256: kept.sha256Hex), confirmedBytes: confirmed)
+                        number += 1
+                    }
+                    counter.confirmed(kept.length)
+                    offset = confirmed
+                    sentLast = last && confirmed == source.size
+                    // An append that kept nothing counts as a failure, so a server that never
+                    // moves cannot hold the upload in a loop.
+                    if kept.length > 0 || sentLast {
+                        failures = 0
+                        continue
+                    }
+                case .conflict(let held):
+                    tally.takeBack()
+                    serverSaid = held
+                case .retry:
+                    tally.takeBack()
+                }
+            } catch let error as CourierError where error.isPassing {
+                tally.takeBack()
+                logger.info("\(source.url.lastPathComponent): \(error); asking the server where it is")
+            }
+            failures += 1
+            if failures >= maxAttempts {
+                throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(offset)")
+            }
+            offset = try await recover(url, source: source, from: offset, serverSaid: serverSaid, failures: &failures, counter: counter)
+        }
+        try await db.deleteUpload(id: journal.id)
+        return url
+    }
+
+    /// After a failed append: where the server is, asked (after a backoff) until it can say,
+    /// within the same budget. A 409 that named the server's offset is taken as said (a
+    /// question on the connection that carried it may go unanswered).
+    private func recover(_ url: URL, source: UploadSource, from offset: Int64, serverSaid: Int64?, failures: inout Int,
+                         counter: UploadCounter) async throws -> Int64 {
+        if let serverSaid, serverSaid <= source.size {
+            if serverSaid > offset { counter.confirmed(serverSaid - offset) }
+            return serverSaid
+        }
+        while true {
+            try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
+            do {
+                guard let held = try await serverOffset(url, size: source.size) else { throw DraftRestart.gone }
+                if held.offset > offset { counter.confirmed(held.offset - offset) }
+                return held.offset
+            } catch let error as CourierError where error.isPassing {
+                logger.info("\(source.url.lastPathComponent): \(error) asking for the offset")
+                failures += 1
+                if failures >= maxAttempts {
+                    throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(offset)")
+                }
+            }
+        }
+    }
+}
