@@ -141,6 +141,7 @@ let package = Package(
                 "CourierDocuments",
                 "CourierMedia",
                 "CourierOrigin",
+                "CourierDraftServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -157,14 +158,16 @@ let package = Package(
         .target(name: "CourierDownloadsModel",
                 dependencies: ["Courier", "CourierObservation", "CourierURLSession", .product(name: "GRDB", package: "GRDB.swift")],
                 path: "Examples/CourierDownloads/Sources/CourierDownloadsModel"),
-        // Helpers the test targets share (not a test target itself).
-        // DraftUploadServer: the IETF resumable upload draft's server through SwiftNIO's own
-        // implementation (issue 48), for tests only until `courier serve` offers it.
-        .target(name: "CourierTestSupport", dependencies: ["Courier", "CourierCore", "CourierURLSession", .product(name: "HTTPTypes", package: "swift-http-types"),
+        // The IETF resumable upload draft's server through SwiftNIO's own implementation
+        // (issue 48): for `courier serve --resumable-uploads-port` and the tests; in no product
+        // an app links.
+        .target(name: "CourierDraftServer", dependencies: [.product(name: "HTTPTypes", package: "swift-http-types"),
                                                           .product(name: "NIOResumableUpload", package: "swift-nio-extras"), .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                                                           .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"), .product(name: "NIOCore", package: "swift-nio"),
                                                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-                                                          .product(name: "NIOConcurrencyHelpers", package: "swift-nio")], path: "Tests/CourierTestSupport"),
+                                                          .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
+        // Helpers the test targets share (not a test target itself).
+        .target(name: "CourierTestSupport", dependencies: ["Courier", "CourierCore", "CourierURLSession", "CourierDraftServer"], path: "Tests/CourierTestSupport"),
         .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierTestSupport", "CourierURLSession", "CourierOrigin", .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHTTP2", package: "swift-nio-http2")], exclude: ["Fixtures"]),
         .testTarget(name: "CourierAttachmentsTests", dependencies: ["CourierTestSupport", "CourierAttachments", "Courier", "CourierCore", "CourierAsyncHTTPClient", .product(name: "HTTPTypes", package: "swift-http-types"), "CourierOrigin", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")]),
         .testTarget(name: "CourierDocumentsTests", dependencies: ["CourierTestSupport", "CourierDocuments", "CourierAttachments", "Courier", "CourierCore", "CourierOrigin"]),

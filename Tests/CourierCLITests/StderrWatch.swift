@@ -44,6 +44,9 @@ final class StderrWatch: @unchecked Sendable {   // every field under `lock`
         await wait(for: needle, within: limit)
     }
 
+    /// What the command printed there so far.
+    var sofar: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+
     /// Everything the command printed there, once it has closed its standard error.
     func text() async -> String {
         _ = await wait(for: nil, within: .seconds(86_400))

@@ -19,7 +19,7 @@ public final class DraftUploader: Sendable {
     package let version: ResumableUploadDraft.Version
     let headers: [(name: String, value: String)]
     let service: ServiceTransport
-    let logger: Logger
+    package let logger: Logger
 
     /// Makes a client speaking interop version 6 (what iOS 18.1 on speaks); `headers` (auth)
     /// go with every request to the target's origin and are never persisted.
@@ -57,7 +57,7 @@ public final class DraftUploader: Sendable {
 
     /// The server answered a creation without the draft's fields: it does not speak it
     /// (a caller with a fallback, such as `courier put --protocol auto`, uses that instead).
-    package struct NotSpoken: Error { let error: CourierError }
+    package struct NotSpoken: Error { package let error: CourierError }
 
     /// Uploads `file`, going on with the journal's upload when it is the same file going to
     /// the same target and the server still has it. Returns the upload's URL; the record is

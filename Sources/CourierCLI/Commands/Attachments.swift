@@ -9,7 +9,7 @@ struct AttachmentOptions: ParsableArguments {
     @Option(name: .long, help: "The app's database file (the attachments table lives there).")
     var db: String
 
-    @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…&region=… (AWS_* credentials), tus+http(s)://endpoint?files=http(s)://where-files-are-served, or file:///dir.")
+    @Option(name: .long, help: "Remote storage: http(s)://base, s3://bucket/prefix?endpoint=…&region=… (AWS_* credentials), tus+http(s)://endpoint?files=http(s)://where-files-are-served, ietf+http(s)://uploads?files=http(s)://where-files-are-served (the resumable upload draft), or file:///dir.")
     var remote: String
 
     @Option(name: .long, help: "The attachments directory (default: 'attachments' beside the database).")
@@ -203,6 +203,7 @@ enum RemoteOption {
         }
         let parsed = try headers.map(HTTPFields.headerLine)
         if remote.hasPrefix("tus+") { return try TusRemoteStorage(url: remote, headers: parsed, transport: transport) }
+        if remote.hasPrefix("ietf+") { return try DraftRemoteStorage(url: remote, headers: parsed, transport: transport) }
         return try HTTPRemoteStorage(baseURL: remote, headers: parsed, transport: transport)
     }
 }

@@ -11,17 +11,25 @@ struct Put: AsyncParsableCommand {
         The last argument says where. s3://bucket/key?endpoint=…&region=… is an S3 upload \
         (multipart past --part-size; credentials from AWS_ACCESS_KEY_ID and \
         AWS_SECRET_ACCESS_KEY); a key ending in / is a prefix the files' names are added to \
-        (required with several files). http(s)://… is a tus 1.0 creation URL: each file is its \
-        own upload. The state of each upload (the S3 upload id and each part the server \
+        (required with several files). http(s)://… is a creation URL, each file its own upload: \
+        tus 1.0 by default; with --protocol ietf the IETF draft Resumable Uploads for HTTP (what \
+        URLSession speaks since iOS 17); with --protocol auto the draft when the server answers \
+        its creation with Upload-Draft-Interop-Version, else tus. The state of each upload (the S3 upload id and each part the server \
         confirmed, or the tus upload URL and offset) is kept in the database, so after Ctrl-C, \
         a kill or a lost connection the same command sends only what the server does not hold. \
         A file changed since its upload began is uploaded again from the start, never completed \
         as a mix of two versions. Prints where each file now is, one per line.
         """)
 
-    @Argument(help: ArgumentHelp("The files to upload, then where to: s3://bucket/key (a prefix ending in / for several files) or a tus creation URL.",
+    @Argument(help: ArgumentHelp("The files to upload, then where to: s3://bucket/key (a prefix ending in / for several files) or an http(s) creation URL (tus, or the resumable upload draft).",
                                  valueName: "file-then-url"))
     var arguments: [String] = []
+
+    @Option(name: .long, help: "For an http(s) URL: tus, ietf (the resumable upload draft) or auto (the draft if the server speaks it, else tus).")
+    var `protocol`: UploadWire = .tus
+
+    @Option(name: .long, help: "The draft's interop version every request says (3: iOS 17, 5: iOS 18.0, 6: iOS 18.1 on).")
+    var ietfVersion: Int = 6
 
     @Option(name: .long, help: "S3 part size or tus chunk size, up to 1G (S3: at least 5M, and larger when a file would need over 10,000 parts): what an interruption can cost at most. An S3 part is read from the file as it is sent, not held in memory.")
     var partSize: ByteSize = ByteSize(bytes: 8 << 20)
@@ -67,6 +75,8 @@ struct Put: AsyncParsableCommand {
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if partSize.bytes < 1 || partSize.bytes > 1 << 30 { throw ValidationError("--part-size takes one byte to 1G.") }
         if handOffAt != nil, files.count != 1 { throw ValidationError("--hand-off-at applies to one file.") }
+        if handOffAt != nil, !url.hasPrefix("s3://"), `protocol` != .tus { throw ValidationError("--hand-off-at hands off S3 parts and tus chunks only.") }
+        if ResumableUploadDraft.Version(rawValue: ietfVersion) == nil { throw ValidationError("--ietf-version takes 3, 5 or 6.") }
         if files.count > 1, url.hasPrefix("s3://"), !(URLComponents(string: url)?.path ?? "").hasSuffix("/") {
             throw ValidationError("With several files, the S3 URL is a prefix ending in / (s3://bucket/dir/).")
         }
@@ -81,7 +91,8 @@ struct Put: AsyncParsableCommand {
             if let duplicate = names.first(where: { name in names.filter { $0 == name }.count > 1 }), url.hasPrefix("s3://") {
                 throw CourierError(.invalidArgument, "two files are named \(duplicate): they would go to the same key")
             }
-            let destination = try PutDestination(url, partSize: partSize.bytes, connections: connections, headers: Get.parseHeaders(headers),
+            let destination = try PutDestination(url, wire: `protocol`, version: ResumableUploadDraft.Version(rawValue: ietfVersion) ?? .v6,
+                                                 partSize: partSize.bytes, connections: connections, headers: Get.parseHeaders(headers),
                                                  transport: try stack.transport(), logger: makeLogger(verbose: verbose))
             let database = try store.open()
             try await HandOffs.recoverUploads(database, store: store)   // pieces a killed hand-off left end first
@@ -160,12 +171,19 @@ struct Put: AsyncParsableCommand {
     }
 }
 
-/// Where `courier put` sends files: an S3 bucket (a key, or a prefix) or a tus endpoint.
+/// How `courier put` speaks to an http(s) URL.
+enum UploadWire: String, ExpressibleByArgument, CaseIterable {
+    case tus, ietf, auto
+}
+
+/// Where `courier put` sends files: an S3 bucket (a key, or a prefix), a tus endpoint, or a
+/// creation URL of the resumable upload draft (with tus for a server that does not speak it).
 private enum PutDestination: Sendable {
     case s3(S3RemoteStorage, bucket: String, key: String)
     case tus(TusUploader)
+    case ietf(DraftUploader, fallback: TusUploader?)
 
-    init(_ url: String, partSize: Int64, connections: Int, headers: [(name: String, value: String)], transport: (any HTTPTransport)?, logger: Logger) throws {
+    init(_ url: String, wire: UploadWire, version: ResumableUploadDraft.Version, partSize: Int64, connections: Int, headers: [(name: String, value: String)], transport: (any HTTPTransport)?, logger: Logger) throws {
         if url.hasPrefix("s3://") {
             guard var c = URLComponents(string: url) else { throw CourierError(.invalidURL, "not an S3 URL: \(url)") }
             let key = String(c.path.drop(while: { $0 == "/" }))
@@ -179,9 +197,15 @@ private enum PutDestination: Sendable {
             return
         }
         guard let endpoint = URL(string: url), ["http", "https"].contains(endpoint.scheme?.lowercased() ?? "") else {
-            throw CourierError(.invalidURL, "courier put sends to s3://bucket/key or to a tus creation URL (http or https): \(url)")
+            throw CourierError(.invalidURL, "courier put sends to s3://bucket/key or to a creation URL (http or https): \(url)")
         }
-        self = .tus(try TusUploader(endpoint: endpoint, headers: headers, chunkSize: partSize, transport: transport, logger: logger))
+        let tus = { try TusUploader(endpoint: endpoint, headers: headers, chunkSize: partSize, transport: transport, logger: logger) }
+        switch wire {
+        case .tus: self = .tus(try tus())
+        case .ietf, .auto:
+            let draft = try DraftUploader(target: endpoint, version: version, headers: headers, chunkSize: partSize, transport: transport, logger: logger)
+            self = .ietf(draft, fallback: wire == .auto ? try tus() : nil)
+        }
     }
 
     /// The key a file goes to (S3), or the endpoint (tus): part of the upload's id.
@@ -189,6 +213,7 @@ private enum PutDestination: Sendable {
         switch self {
         case let .s3(_, bucket, key): return "s3://\(bucket)/\(objectKey(for: source, key))"
         case let .tus(uploader): return uploader.endpoint.absoluteString
+        case let .ietf(uploader, _): return uploader.target.absoluteString
         }
     }
 
@@ -205,6 +230,19 @@ private enum PutDestination: Sendable {
             return "s3://\(bucket)/\(key)"
         case let .tus(uploader):
             return try await uploader.upload(source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal).absoluteString
+        case let .ietf(uploader, nil):
+            return try await uploader.upload(source.url, journal: journal).absoluteString
+        case let .ietf(uploader, tus?):
+            // Detection: an upload begun with tus stays tus; otherwise the draft's creation
+            // tells whether the server speaks it, before any byte of the file goes.
+            if try await journal.database.upload(id: journal.id)?.record.kind != .tus {
+                do {
+                    return try await uploader.uploadOrSayNotSpoken(source.url, journal: journal).absoluteString
+                } catch let notSpoken as DraftUploader.NotSpoken {
+                    uploader.logger.info("\(notSpoken.error.message); uploading with tus")
+                }
+            }
+            return try await tus.upload(source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal).absoluteString
         }
     }
 
@@ -214,6 +252,8 @@ private enum PutDestination: Sendable {
         case let .s3(storage, _, prefixOrKey):
             let attachment = Attachment(id: journal.id, filename: objectKey(for: source, prefixOrKey), state: .queuedUpload)
             return try await storage.handOffRemainder(of: source.url, attachment: attachment, journal: journal, folder: folder)
+        case .ietf:
+            throw CourierError(.invalidArgument, "--hand-off-at hands off S3 parts and tus chunks only")
         case let .tus(uploader):
             return try await uploader.handOffRemainder(of: source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal, folder: folder)
         }
@@ -223,6 +263,9 @@ private enum PutDestination: Sendable {
         switch self {
         case let .s3(storage, _, _): try await storage.shutdown()
         case let .tus(uploader): try await uploader.shutdown()
+        case let .ietf(uploader, fallback):
+            try await uploader.shutdown()
+            try await fallback?.shutdown()
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Courier
+import CourierDraftServer
 import CourierOrigin
 import Dispatch
 import Foundation
@@ -27,8 +28,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .long, help: "Accept PUT (store the body as a file) and DELETE.")
     var writable = false
 
+    @Option(name: .long, help: ArgumentHelp("With --writable, also accept resumable uploads on this port (0: any free port): the IETF draft Resumable Uploads for HTTP, interop versions 3, 5 and 6, as URLSession speaks it. A POST to a path creates an upload, stored at that path of the directory once complete; each request is printed with its offset and body bytes.", valueName: "port"))
+    var resumableUploadsPort: Int?
+
     @Option(name: .long, help: "Send bodies at most this fast per connection, 2M or bytes per second (every path; ?rate= overrides).")
     var rate: ByteSize?
+
+    func validate() throws {
+        if resumableUploadsPort != nil, !writable { throw ValidationError("--resumable-uploads-port needs --writable: it stores what is uploaded.") }
+    }
 
     func run() async throws {
         var isDir: ObjCBool = false
@@ -51,6 +59,18 @@ struct Serve: AsyncParsableCommand {
             origin.setDefaultFault(throttle)
         }
         Terminal.out("Serving \(directory) at http://\(host):\(origin.port)/ (Ctrl-C stops)")
+        var drafts: DraftUploadServer?
+        if let resumableUploadsPort {
+            do {
+                drafts = try await DraftUploadServer.start(directory: URL(fileURLWithPath: directory), host: host, port: resumableUploadsPort) { request in
+                    Terminal.out("resumable upload: \(request.line)")
+                }
+            } catch {
+                try? await origin.stop()   // ending with the error below either way
+                throw failure(CourierError(.invalidArgument, "cannot accept resumable uploads on \(host):\(resumableUploadsPort): \(error)"))
+            }
+            Terminal.out("Resumable uploads (IETF draft, interop 3, 5, 6) at http://\(host):\(drafts?.port ?? 0)/")
+        }
         let (stop, continuation) = AsyncStream<Void>.makeStream()
         let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
             signal(sig, SIG_IGN)
@@ -61,6 +81,7 @@ struct Serve: AsyncParsableCommand {
         }
         for await _ in stop { break }
         sources.forEach { $0.cancel() }
+        try await drafts?.stop()
         try await origin.stop()
         Terminal.error("Stopped.")
     }

@@ -12,7 +12,8 @@ import NIOResumableUpload
 /// through SwiftNIO's own implementation (`NIOResumableUpload`), none of Courier's code: a
 /// `POST` to a path creates an upload, resumed at `/resumable_upload/…`, and the file is
 /// stored at that path under ``directory`` once the upload is complete (issue 48). For tests
-/// of Courier's client against another implementation. Every request is logged, with the
+/// of Courier's client against another implementation, and `courier serve
+/// --resumable-uploads-port`; in no product an app links. Every request is logged, with the
 /// body bytes it brought.
 public final class DraftUploadServer: Sendable {
     /// One request as the server saw it.
@@ -23,26 +24,37 @@ public final class DraftUploadServer: Sendable {
         public let offset: Int64?
         /// Body bytes that arrived (also of a request cut short).
         public internal(set) var bodyBytes: Int64
+        /// Whether the request ended whole (`false`: its connection closed before its end).
+        public internal(set) var ended = false
+
+        /// One line for a log: `PATCH /resumable_upload/… offset 0: 8388608 body bytes`.
+        public var line: String {
+            "\(method) \(path)\(offset.map { " offset \($0)" } ?? ""): \(bodyBytes) body bytes\(ended ? "" : ", cut")"
+        }
     }
 
     /// Where complete uploads are stored.
     public let directory: URL
-    /// The port it listens on (127.0.0.1).
+    /// The address and port it listens on.
+    public let host: String
     public let port: Int
     let channel: any Channel
     let group: MultiThreadedEventLoopGroup
     let log: NIOLockedValueBox<[Request]>
 
-    private init(directory: URL, port: Int, channel: any Channel, group: MultiThreadedEventLoopGroup, log: NIOLockedValueBox<[Request]>) {
+    private init(directory: URL, host: String, port: Int, channel: any Channel, group: MultiThreadedEventLoopGroup, log: NIOLockedValueBox<[Request]>) {
         self.directory = directory
+        self.host = host
         self.port = port
         self.channel = channel
         self.group = group
         self.log = log
     }
 
-    /// Starts serving on a free port of 127.0.0.1.
-    public static func start(directory: URL) async throws -> DraftUploadServer {
+    /// Starts serving on `host` and `port` (0: a free one); `onRequest` hears of each request
+    /// once it ended or its connection closed.
+    public static func start(directory: URL, host: String = "127.0.0.1", port: Int = 0,
+                             onRequest: (@Sendable (Request) -> Void)? = nil) async throws -> DraftUploadServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let context = NIOLockedValueBox<HTTPResumableUploadContext?>(nil)   // set once the port is known, before any connection
         let log = NIOLockedValueBox<[Request]>([])
@@ -55,20 +67,20 @@ public final class DraftUploadServer: Sendable {
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline()
                     try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                    try sync.addHandler(RequestLog(log))
+                    try sync.addHandler(RequestLog(log, onRequest))
                     try sync.addHandler(HTTPResumableUploadHandler(context: uploads, channelConfigurator: { upload in
                         try? upload.pipeline.syncOperations.addHandler(StoreUpload(root: root))   // fails only on a closed channel: no upload left to store
                     }))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        context.withLockedValue { $0 = HTTPResumableUploadContext(origin: "http://127.0.0.1:\(port)") }
-        return DraftUploadServer(directory: root, port: port, channel: channel, group: group, log: log)
+            .bind(host: host, port: port).get()
+        let bound = channel.localAddress?.port ?? 0
+        context.withLockedValue { $0 = HTTPResumableUploadContext(origin: "http://\(host.contains(":") ? "[\(host)]" : host):\(bound)") }
+        return DraftUploadServer(directory: root, host: host, port: bound, channel: channel, group: group, log: log)
     }
 
     /// The URL of `path` on this server (a creation goes to it).
-    public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)" + (path.hasPrefix("/") ? path : "/" + path))! }
+    public func url(_ path: String) -> URL { URL(string: "http://\(host.contains(":") ? "[\(host)]" : host):\(port)" + (path.hasPrefix("/") ? path : "/" + path))! }
 
     /// Every request so far, oldest first.
     public var requests: [Request] { log.withLockedValue { $0 } }
@@ -80,14 +92,19 @@ public final class DraftUploadServer: Sendable {
     }
 }
 
-/// Logs each request and counts the body bytes it brings.
+/// Logs each request and counts the body bytes it brings; tells `onRequest` of each once it
+/// ended, or once its connection closed before its end.
 private final class RequestLog: ChannelInboundHandler, @unchecked Sendable {   // on its channel's event loop only
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     let log: NIOLockedValueBox<[DraftUploadServer.Request]>
+    let onRequest: (@Sendable (DraftUploadServer.Request) -> Void)?
     var index: Int?
 
-    init(_ log: NIOLockedValueBox<[DraftUploadServer.Request]>) { self.log = log }
+    init(_ log: NIOLockedValueBox<[DraftUploadServer.Request]>, _ onRequest: (@Sendable (DraftUploadServer.Request) -> Void)?) {
+        self.log = log
+        self.onRequest = onRequest
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -100,9 +117,21 @@ private final class RequestLog: ChannelInboundHandler, @unchecked Sendable {   /
         case let .body(buffer):
             if let index { log.withLockedValue { $0[index].bodyBytes += Int64(buffer.readableBytes) } }
         case .end:
-            index = nil
+            if let index { log.withLockedValue { $0[index].ended = true } }
+            report()
         }
         context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        report()
+        context.fireChannelInactive()
+    }
+
+    private func report() {
+        guard let index else { return }
+        self.index = nil
+        if let onRequest { onRequest(log.withLockedValue { $0[index] }) }
     }
 }
 
