@@ -141,4 +141,23 @@ import Glibc
         #expect(log.filter { $0.method == "PATCH" }.reduce(Int64(0)) { $0 + $1.body } == Int64(PutCLITests.size), "\(log)")
         await server.stop()
     }
+
+    /// `put --hand-off-at` over the draft: the rest goes up in one URLSession upload task
+    /// (an append marked complete, from the offset the server confirmed), whose reply the
+    /// engine adopts; nothing the server held went up twice.
+    @Test func aDraftUploadHandedOffAtHalfSendsTheRestOnceInOneTask() async throws {
+        let server = try await Served()
+        let (file, sha) = try PutCLITests.file(server.dir, "handoff.bin", seed: 51)
+        let db = server.dir.appendingPathComponent("courier.sqlite").path
+        let run = try await CLITests.run(["put", file.path, server.url("/up/handoff.bin"), "--protocol", "ietf", "--db", db, "--hand-off-at", "128M"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("Handed 1 piece(s)"), "\(run.stderr)")
+        #expect(CLITests.sha256(try Data(contentsOf: server.served.appendingPathComponent("up/handoff.bin"))) == sha)
+        let patches = server.log.filter { $0.method == "PATCH" }
+        #expect(patches.reduce(Int64(0)) { $0 + $1.body } == Int64(PutCLITests.size), "\(server.log)")
+        #expect(zip(patches, patches.dropFirst()).allSatisfy { a, b in a.offset.map { $0 + a.body } == b.offset }, "\(patches)")
+        #expect(patches.last.map { $0.body >= PutCLITests.half - (8 << 20) && !$0.cut } == true, "\(patches)")   // the task's append: the rest
+        #expect(try await CourierDatabase(path: db).uploads().isEmpty)
+        await server.stop()
+    }
 }

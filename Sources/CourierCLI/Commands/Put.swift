@@ -56,7 +56,7 @@ struct Put: AsyncParsableCommand {
     var verbose = false
 
     @Option(name: .customLong("hand-off-at"),
-            help: "Replay an app's background hand-off: once the server confirmed this much (10M, 512K), what is left goes up in URLSession upload tasks from files (each S3 part, or the rest of a tus upload), as when iOS suspends the app; then the upload completes.")
+            help: "Replay an app's background hand-off: once the server confirmed this much (10M, 512K), what is left goes up in URLSession upload tasks from files (each S3 part, or the rest of a tus or draft upload), as when iOS suspends the app; then the upload completes.")
     var handOffAt: ByteSize?
 
     @Flag(name: .customLong("chaos-hold-arrival"), help: .hidden)
@@ -75,7 +75,7 @@ struct Put: AsyncParsableCommand {
         if jobs < 1 { throw ValidationError("-j must be at least 1.") }
         if partSize.bytes < 1 || partSize.bytes > 1 << 30 { throw ValidationError("--part-size takes one byte to 1G.") }
         if handOffAt != nil, files.count != 1 { throw ValidationError("--hand-off-at applies to one file.") }
-        if handOffAt != nil, !url.hasPrefix("s3://"), `protocol` != .tus { throw ValidationError("--hand-off-at hands off S3 parts and tus chunks only.") }
+        if handOffAt != nil, !url.hasPrefix("s3://"), `protocol` == .auto { throw ValidationError("--hand-off-at needs --protocol tus or ietf.") }
         if ResumableUploadDraft.Version(rawValue: ietfVersion) == nil { throw ValidationError("--ietf-version takes 3, 5 or 6.") }
         if files.count > 1, url.hasPrefix("s3://"), !(URLComponents(string: url)?.path ?? "").hasSuffix("/") {
             throw ValidationError("With several files, the S3 URL is a prefix ending in / (s3://bucket/dir/).")
@@ -252,8 +252,8 @@ private enum PutDestination: Sendable {
         case let .s3(storage, _, prefixOrKey):
             let attachment = Attachment(id: journal.id, filename: objectKey(for: source, prefixOrKey), state: .queuedUpload)
             return try await storage.handOffRemainder(of: source.url, attachment: attachment, journal: journal, folder: folder)
-        case .ietf:
-            throw CourierError(.invalidArgument, "--hand-off-at hands off S3 parts and tus chunks only")
+        case let .ietf(uploader, _):
+            return try await uploader.handOffRemainder(of: source.url, journal: journal, folder: folder)
         case let .tus(uploader):
             return try await uploader.handOffRemainder(of: source.url, metadata: ["filename": source.url.lastPathComponent], journal: journal, folder: folder)
         }

@@ -1,0 +1,52 @@
+import Courier
+import Foundation
+
+extension DraftRemoteStorage: UploadHandingOff {
+    /// The rest of the attachment's upload, as one append for an upload task.
+    public func handOffRemainder(of file: URL, attachment: Attachment, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+        try await uploader(for: attachment).handOffRemainder(of: file, journal: journal, folder: folder)
+    }
+}
+
+extension DraftUploader {
+    /// The rest of the upload from the server's offset, as one append marked complete whose
+    /// body is the source file itself when nothing was sent yet, else a copy of the rest. An
+    /// upload that has not begun is created here. Its reply is judged by
+    /// `UploadPieceReply` (a 2xx: every byte arrived).
+    public func handOffRemainder(of file: URL, journal: UploadJournal, folder: URL) async throws -> [UploadTaskRequest] {
+        let db = journal.database
+        let source = try UploadSource(url: file)
+        guard source.size > 0, try await db.uploadHandOffPieces(uploadId: journal.id).isEmpty else { return [] }
+        var existing = try await db.upload(id: journal.id)
+        if existing?.record.remoteId == nil {
+            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
+                                                  kind: .ietf, target: target.absoluteString, partSize: chunkSize))
+            do {
+                try await db.noteUploadHandle(id: journal.id, remoteId: try await create().absoluteString)
+            } catch let notSpoken as NotSpoken { throw notSpoken.error }
+            existing = try await db.upload(id: journal.id)
+        }
+        guard let existing, existing.record.kind == .ietf, let remote = existing.record.remoteId, let url = URL(string: remote),
+              case .resume = UploadResume.decide(record: existing.record, source: source, kind: .ietf, target: target.absoluteString, partSize: chunkSize),
+              try TusUploader.changedChunk(existing.parts, source) == nil,
+              let held = try await serverOffset(url, size: source.size), held.offset < source.size else { return [] }
+        let offset = held.offset
+        let number = (existing.parts.map(\.number).max() ?? 0) + 1
+        let length = source.size - offset
+        let piece: UploadHandOffPiece
+        if offset == 0 {
+            let digests = try UploadPieceFile.digests(source, offset: 0, length: length)
+            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: 0, size: length, md5: digests.md5, sha256: digests.sha256,
+                                       bodyPath: source.url.path, ownsBody: false, owner: journal.owner)
+        } else {
+            let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: number)
+            let digests = try UploadPieceFile.write(source, offset: offset, length: length, to: body)
+            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: offset, size: length, md5: digests.md5, sha256: digests.sha256,
+                                       bodyPath: body.path, ownsBody: true, owner: journal.owner)
+        }
+        let credentials = url.origin == target.origin ? headers : []
+        return try await UploadPieceFile.record([UploadTaskRequest(piece: piece, kind: .ietf, method: "PATCH", url: url.absoluteString,
+                                                                   headers: credentials + Draft.appendHeaders(version, offset: offset, complete: true),
+                                                                   carriesCredentials: !credentials.isEmpty)], folder: folder, db)
+    }
+}
