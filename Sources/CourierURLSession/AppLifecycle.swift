@@ -48,6 +48,8 @@ public final class AppLifecycle: Sendable {
     /// The phase change under way: the next one waits for it (a flip to `.active` and back
     /// never runs a take-back beside a hand-off).
     private let lastChange = Locked<Task<Void, Never>?>(nil)
+    /// The downloads a continued-processing task carries: left in the process at hand-off.
+    private let inProcess = Locked<(@Sendable () -> Set<String>)?>(nil)
 
     /// Makes the lifecycle of `downloader`, with `background` for hand-offs (`nil`: the
     /// phases change nothing).
@@ -101,7 +103,7 @@ public final class AppLifecycle: Sendable {
         switch phase {
         case Self.handOffPhase, .background:   // .background: a scene that skips .inactive
             away.withLock { $0 = true }
-            await background.handOffAll()
+            await background.handOffAll(among: nil, except: inProcess.withLock { $0?() } ?? [])
             await background.handOffUploads()
         case .active:
             guard away.withLock({ was in defer { was = false }; return was }) else { return }
@@ -121,6 +123,14 @@ public final class AppLifecycle: Sendable {
         guard let background, backgroundSessionIdentifier == identifier else { return false }
         background.systemEventsHandler(completionHandler)
         return true
+    }
+}
+
+extension AppLifecycle {
+    /// Leaves the downloads `covered` names in the process at the hand-off phase
+    /// (``ContinuedTransfers``).
+    func keepInProcess(_ covered: @escaping @Sendable () -> Set<String>) {
+        inProcess.withLock { $0 = covered }
     }
 }
 

@@ -169,6 +169,12 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
     /// meanwhile. `ids`: only these (all when `nil`). Returns the ids handed off.
     @discardableResult
     public func handOffAll(among ids: Set<String>? = nil) async -> [String] {
+        await handOffAll(among: ids, except: [])
+    }
+
+    /// ``handOffAll(among:)``, leaving `kept` with the engine (a continued-processing task
+    /// carries them).
+    func handOffAll(among ids: Set<String>?, except kept: Set<String>) async -> [String] {
         state.withLock { s in
             s.inBackground = true
             s.eventsDelivered = false   // a delivery before this hand-off is not this one's
@@ -176,7 +182,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         await downloader.holdQueue()
         var handed: [String] = []
         do {
-            for id in try await downloader.handOffOrder() where ids?.contains(id) ?? true {
+            for id in try await downloader.handOffOrder() where ids?.contains(id) ?? true && !kept.contains(id) {
                 do {
                     if try await handOff(id: id) { handed.append(id) }
                 } catch {

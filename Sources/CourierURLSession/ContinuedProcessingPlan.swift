@@ -1,0 +1,106 @@
+import CourierCore
+
+/// The rules of one continued-processing task (iOS 26's `BGContinuedProcessingTask`): which
+/// downloads it covers, the progress the system shows for them, when it ends, and what the
+/// system's expiry does (pure: an event in, actions out; ``ContinuedTransfers`` carries
+/// them out).
+///
+/// - It covers the downloads the app marked as started by the user, and only those not yet
+///   at their end.
+/// - Its progress is the bytes of every covered download together, over their known sizes
+///   (a size not known yet counts what arrived, so the bar never runs backwards past 100 %).
+/// - It ends when every covered download has ended or been handed to the system: a success
+///   when each completed or went to the system, a failure when one failed or was cancelled.
+/// - At its expiry the covered downloads not yet ended go to the background session when
+///   there is one (what was kept stays, the rest goes on in the system), else are paused;
+///   the task then ends as a failure, as the system asks.
+public struct ContinuedProcessingPlan: Sendable, Equatable {
+    /// What to do next.
+    public enum Action: Sendable, Equatable {
+        /// Show this progress (bytes) on the system's UI.
+        case report(completed: Int64, total: Int64)
+        /// Stop these downloads in the engine, keeping what they hold: hand them to the
+        /// system, or pause them without a background session.
+        case yield([String])
+        /// End the task (`setTaskCompleted(success:)`).
+        case end(success: Bool)
+    }
+
+    /// How a covered download stands.
+    public enum Standing: Sendable, Equatable {
+        case running(received: Int64, total: Int64?)
+        case completed(bytes: Int64)
+        case handedOff(received: Int64, total: Int64?)
+        case failed
+    }
+
+    /// The covered downloads, by id.
+    public private(set) var covered: [String: Standing]
+    /// Whether the task has ended (nothing more is done).
+    public private(set) var ended = false
+
+    /// A plan for `ids`, each with what its record holds now.
+    public init(_ downloads: [(id: String, received: Int64, total: Int64?)]) {
+        covered = Dictionary(downloads.map { ($0.id, .running(received: $0.received, total: $0.total)) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Ids still running in the engine.
+    public var running: Set<String> {
+        Set(covered.compactMap { id, standing in if case .running = standing { return id } else { return nil } })
+    }
+
+    /// The bytes to show: arrived, and the whole (known sizes, else what arrived).
+    public var progress: (completed: Int64, total: Int64) {
+        covered.values.reduce((Int64(0), Int64(0))) { sum, standing in
+            switch standing {
+            case let .running(received, total), let .handedOff(received, total):
+                return (sum.0 + received, sum.1 + max(total ?? received, received))
+            case let .completed(bytes): return (sum.0 + bytes, sum.1 + bytes)
+            case .failed: return sum
+            }
+        }
+    }
+
+    /// The task began: the progress as it stands (and its end, when nothing is left).
+    public mutating func started() -> [Action] { report() + endIfDone() }
+
+    /// Bytes arrived for `id`.
+    public mutating func progressed(_ id: String, received: Int64, total: Int64?) -> [Action] {
+        guard !ended, case .running = covered[id] else { return [] }
+        covered[id] = .running(received: received, total: total)
+        return report()
+    }
+
+    /// `id` reached its end in the engine (`completed`: verified at its final path).
+    public mutating func ended(_ id: String, completed bytes: Int64?) -> [Action] {
+        guard !ended, case .running = covered[id] else { return [] }
+        covered[id] = bytes.map { .completed(bytes: $0) } ?? .failed
+        return report() + endIfDone()
+    }
+
+    /// `id` went to the background session (the app left with a hand-off of its own).
+    public mutating func handedOff(_ id: String) -> [Action] {
+        guard !ended, case let .running(received, total) = covered[id] else { return [] }
+        covered[id] = .handedOff(received: received, total: total)
+        return endIfDone()
+    }
+
+    /// The system's expiry: the running downloads yield, and the task ends as a failure.
+    public mutating func expired() -> [Action] {
+        guard !ended else { return [] }
+        ended = true
+        let left = running.sorted()
+        return (left.isEmpty ? [] : [.yield(left)]) + [.end(success: false)]
+    }
+
+    private func report() -> [Action] {
+        let p = progress
+        return [.report(completed: p.completed, total: p.total)]
+    }
+
+    private mutating func endIfDone() -> [Action] {
+        guard !ended, running.isEmpty else { return [] }
+        ended = true
+        return [.end(success: !covered.values.contains(.failed))]
+    }
+}

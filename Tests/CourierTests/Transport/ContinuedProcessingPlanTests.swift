@@ -1,0 +1,43 @@
+import Testing
+@testable import CourierURLSession
+
+/// Issue 48: the portable rules of a continued-processing task (which downloads, progress,
+/// its end, the system's expiry), event by event.
+@Suite struct ContinuedProcessingPlanTests {
+    typealias Plan = ContinuedProcessingPlan
+
+    @Test func progressIsEveryCoveredDownloadTogetherAndNeverPastTheWhole() {
+        var plan = Plan([("a", 10, 100), ("b", 0, nil)])
+        #expect(plan.started() == [.report(completed: 10, total: 100)])
+        #expect(plan.progressed("b", received: 50, total: nil) == [.report(completed: 60, total: 150)])   // a size not known: what arrived
+        #expect(plan.progressed("a", received: 40, total: 100) == [.report(completed: 90, total: 150)])
+        #expect(plan.progressed("z", received: 5, total: 5) == [], "a download it does not cover changes nothing")
+        #expect(plan.running == ["a", "b"])
+    }
+
+    @Test func itEndsWhenEveryCoveredDownloadEndedOrWentToTheSystem() {
+        var plan = Plan([("a", 0, 100), ("b", 0, 200)])
+        _ = plan.started()
+        #expect(plan.ended("a", completed: 100) == [.report(completed: 100, total: 300)])
+        #expect(plan.handedOff("b") == [.end(success: true)], "the system carries the last one")
+        #expect(plan.ended && plan.expired() == [] && plan.progressed("b", received: 1, total: 200) == [])
+    }
+
+    @Test func oneFailureEndsItAsAFailure() {
+        var plan = Plan([("a", 0, 100), ("b", 0, 100)])
+        _ = plan.ended("a", completed: nil)
+        #expect(plan.ended("b", completed: 100) == [.report(completed: 100, total: 100), .end(success: false)])
+    }
+
+    @Test func theExpiryYieldsWhatStillRunsThenEndsAsAFailure() {
+        var plan = Plan([("a", 0, 100), ("b", 5, 100), ("c", 0, 10)])
+        _ = plan.ended("c", completed: 10)
+        #expect(plan.expired() == [.yield(["a", "b"]), .end(success: false)])
+        #expect(plan.expired() == [] && plan.ended("a", completed: 100) == [])
+    }
+
+    @Test func nothingToCoverEndsAtOnce() {
+        var plan = Plan([])
+        #expect(plan.started() == [.report(completed: 0, total: 0), .end(success: true)])
+    }
+}

@@ -1,0 +1,115 @@
+import CourierOrigin
+import Foundation
+import Testing
+@testable import CourierCore
+@_spi(Testing) import CourierURLSession
+
+/// Issue 48: continued processing on Linux, through a scripted system: the covered download
+/// stays in the engine at the hand-off phase while the others go to the background session
+/// (URLSession's default configuration stands in), the task shows its progress and ends with
+/// it, the system's expiry hands the download to the session keeping what it holds, and a
+/// refusal leaves the present hand-off.
+@Suite(.serialized) struct ContinuedTransfersTests {
+    static let size = 4 << 20
+
+    /// A system that starts every task at once, or refuses.
+    final class ScriptedSystem: ContinuedProcessingSystem, @unchecked Sendable {   // `tasks` under its lock
+        let refuses: Bool
+        let lock = NSLock()
+        var tasks: [ScriptedTask] = []
+        init(refuses: Bool = false) { self.refuses = refuses }
+        func submit(identifier: String, title: String, subtitle: String, run: @escaping @Sendable (any ContinuedProcessingTask) -> Void) throws {
+            if refuses { throw CourierError(.invalidState, "refused") }
+            let task = ScriptedTask(identifier)
+            lock.withLock { tasks.append(task) }
+            run(task)
+        }
+        var task: ScriptedTask? { lock.withLock { tasks.first } }
+    }
+
+    final class ScriptedTask: ContinuedProcessingTask, @unchecked Sendable {   // every field under its lock
+        let identifier: String
+        let lock = NSLock()
+        var reports: [(Int64, Int64)] = []
+        var success: Bool?
+        var expiry: (@Sendable () -> Void)?
+        init(_ identifier: String) { self.identifier = identifier }
+        func report(completed: Int64, total: Int64) { lock.withLock { reports.append((completed, total)) } }
+        func end(success: Bool) { lock.withLock { self.success = self.success ?? success } }
+        func onExpiry(_ handler: @escaping @Sendable () -> Void) { lock.withLock { expiry = handler } }
+        var ended: Bool? { lock.withLock { success } }
+        func expire() { lock.withLock { expiry }?() }
+    }
+
+    private func throttled(_ fx: Fixture, _ name: String, rate: Int64) throws {
+        try fx.serve(name, size: Self.size)
+        var slow = Fault(); slow.bytesPerSecond = rate
+        fx.origin.setFault(slow, for: "/\(name)")
+    }
+
+    @Test func theCoveredDownloadStaysInTheProcessAndEndsTheTaskWhenItCompletes() async throws {
+        try await withFixture { fx in
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            let lifecycle = AppLifecycle(downloader: d, backgroundSessionIdentifier: "courier.tests.continued")
+            let system = ScriptedSystem()
+            let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
+            try throttled(fx, "film.bin", rate: 2 << 20)
+            try throttled(fx, "other.bin", rate: 256 << 10)
+            try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
+            try await d.enqueue(DownloadRequest(id: "other", url: fx.url("other.bin"), destination: "other.bin"))
+            let identifier = await continued.begin(["film", "missing"], title: "Downloading a film", subtitle: "4 MB")
+            #expect(identifier?.hasPrefix("com.example.app.transfers.") == true)
+            #expect(continued.coveredIDs == ["film"])
+            await lifecycle.sceneDidChange(to: .inactive)
+            #expect(try await d.record(id: "other")?.state == .handedOff)
+            #expect(try await d.record(id: "film")?.state != .handedOff, "the task carries it in the process")
+            #expect(try await d.waitForCompletion(id: "film").state == .completed)
+            let task = try #require(system.task)
+            #expect(try await eventually { task.ended != nil })
+            #expect(task.ended == true)
+            let reports = task.lock.withLock { task.reports }
+            #expect(reports.last.map { $0.0 == Int64(Self.size) && $0.1 == Int64(Self.size) } == true, "\(reports.suffix(3))")
+            #expect(zip(reports, reports.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "the bar never goes back")
+            #expect(continued.coveredIDs.isEmpty)
+            lifecycle.background?.invalidate()
+            await d.shutdown()
+        }
+    }
+
+    @Test func theSystemsExpiryHandsTheDownloadToTheSessionKeepingWhatItHolds() async throws {
+        try await withFixture { fx in
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            let lifecycle = AppLifecycle(downloader: d, backgroundSessionIdentifier: "courier.tests.continued")
+            let system = ScriptedSystem()
+            let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
+            try throttled(fx, "film.bin", rate: 512 << 10)
+            try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
+            #expect(try await eventually { fx.partialLength("film.bin") >= 256 << 10 })
+            #expect(await continued.begin(["film"], title: "Downloading a film", subtitle: "") != nil)
+            let task = try #require(system.task)
+            task.expire()
+            #expect(try await eventually { task.ended != nil })
+            #expect(task.ended == false)
+            #expect(try await d.record(id: "film")?.state == .handedOff)
+            #expect(fx.origin.requests.last?.range?.hasPrefix("bytes=") == true, "the session's task asks for the rest: \(fx.origin.requests)")
+            lifecycle.background?.invalidate()
+            await d.shutdown()
+        }
+    }
+
+    @Test func aRefusalLeavesThePresentHandOff() async throws {
+        try await withFixture { fx in
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            let lifecycle = AppLifecycle(downloader: d, backgroundSessionIdentifier: "courier.tests.continued")
+            let continued = ContinuedTransfers(lifecycle: lifecycle, system: ScriptedSystem(refuses: true), identifierPrefix: "com.example.app.transfers")
+            try throttled(fx, "film.bin", rate: 256 << 10)
+            try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
+            #expect(await continued.begin(["film"], title: "Downloading a film", subtitle: "") == nil)
+            #expect(continued.coveredIDs.isEmpty)
+            await lifecycle.sceneDidChange(to: .inactive)
+            #expect(try await d.record(id: "film")?.state == .handedOff)
+            lifecycle.background?.invalidate()
+            await d.shutdown()
+        }
+    }
+}
