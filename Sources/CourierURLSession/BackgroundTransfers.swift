@@ -196,13 +196,6 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
         return handed
     }
 
-    /// The running downloads only: ``handOffAll(among:)`` hands off the queued ones too.
-    @available(*, deprecated, renamed: "handOffAll(among:)", message: "handOffAll() also hands off the queued downloads")
-    @discardableResult
-    public func handOffRunning() async -> [String] {
-        await handOffAll(among: await downloader.runningIDs)
-    }
-
     /// Hands download `id` to the system; false when there was nothing to hand off.
     @discardableResult
     public func handOff(id: String) async throws -> Bool {
