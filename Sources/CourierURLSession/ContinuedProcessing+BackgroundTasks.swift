@@ -18,57 +18,54 @@ import Foundation
 // title: subtitle:)`, `var strategy: SubmissionStrategy`, `.fail`), iOS 26), and type-checked
 // on Linux by scripts/darwin-typecheck.
 
-/// The system's continued processing (iOS 26): make it once at launch, before the app
-/// finishes launching (it registers the launch handler of `<identifierPrefix>.*`, which the
-/// app's Info.plist lists under `BGTaskSchedulerPermittedIdentifiers`), and give it to
-/// ``ContinuedTransfers``. A request the system cannot start at once is refused
-/// (`strategy = .fail`): the downloads then go to the background session as before.
+/// The system's continued processing (iOS 26), given to ``ContinuedTransfers``. Each request
+/// registers its own identifier's launch handler just before it is submitted (these tasks are
+/// exempt from registering at launch), on a serial queue; the app's Info.plist lists the
+/// prefix as `<prefix>.*` under `BGTaskSchedulerPermittedIdentifiers`. A request the system
+/// cannot start at once is refused (`strategy = .fail`): the downloads then go to the
+/// background session as before. At the expiry the task ends at most 5 seconds after
+/// Courier was told, whether or not its downloads were handed off by then.
 @available(iOS 26.0, *)
 public final class BackgroundTaskContinuedProcessing: ContinuedProcessingSystem {
-    private let runs = Runs()
+    private let queue = DispatchQueue(label: "courier.continued-processing")
 
-    /// Registers the launch handler for `<identifierPrefix>.*`; `nil` when the system refused
-    /// the registration (the wildcard is missing from Info.plist, or registered twice).
-    public init?(identifierPrefix: String) {
-        let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: "\(identifierPrefix).*", using: nil) { [runs] task in
-            let run = runs.take(task.identifier)
-            guard let run, let continued = task as? BGContinuedProcessingTask else { return task.setTaskCompleted(success: false) }
-            run(SystemTask(continued))
-        }
-        guard registered else { return nil }
-    }
+    /// Makes the adapter.
+    public init() {}
 
-    /// Submits a request that starts now or is refused.
+    /// Registers `identifier`'s launch handler, then submits a request that starts now or is refused.
     public func submit(identifier: String, title: String, subtitle: String, run: @escaping @Sendable (any ContinuedProcessingTask) -> Void) throws {
+        let registered = BGTaskScheduler.shared.register(forTaskWithIdentifier: identifier, using: queue) { task in
+            guard let continued = task as? BGContinuedProcessingTask else { return task.setTaskCompleted(success: false) }
+            let system = SystemTask(continued)
+            continued.expirationHandler = { system.expire() }   // before anything else: an expiry at once is heard
+            run(system)
+        }
+        guard registered else { throw CocoaError(.featureUnsupported) }
         let request = BGContinuedProcessingTaskRequest(identifier: identifier, title: title, subtitle: subtitle)
         request.strategy = .fail
-        runs.put(identifier, run)
-        do {
-            try BGTaskScheduler.shared.submit(request)
-        } catch {
-            _ = runs.take(identifier)
-            throw error
-        }
+        try BGTaskScheduler.shared.submit(request)
     }
 
-    /// What to run for each submitted identifier, until the system starts it.
-    private final class Runs: @unchecked Sendable {   // `byIdentifier` under `lock`
-        let lock = NSLock()
-        var byIdentifier: [String: @Sendable (any ContinuedProcessingTask) -> Void] = [:]
-        func put(_ identifier: String, _ run: @escaping @Sendable (any ContinuedProcessingTask) -> Void) { lock.withLock { byIdentifier[identifier] = run } }
-        func take(_ identifier: String) -> (@Sendable (any ContinuedProcessingTask) -> Void)? { lock.withLock { byIdentifier.removeValue(forKey: identifier) } }
-    }
-
-    /// The system's task, as Courier uses it.
-    private final class SystemTask: ContinuedProcessingTask, @unchecked Sendable {   // the system's object; its calls are thread-safe
+    /// The system's task, as Courier uses it: ended once, and at most 5 s after its expiry.
+    private final class SystemTask: ContinuedProcessingTask, @unchecked Sendable {   // `ended` and `handler` under `lock`
         let task: BGContinuedProcessingTask
+        let lock = NSLock()
+        var ended = false
+        var handler: (@Sendable () -> Void)?
         init(_ task: BGContinuedProcessingTask) { self.task = task }
         func report(completed: Int64, total: Int64) {
             task.progress.totalUnitCount = total
             task.progress.completedUnitCount = completed
         }
-        func end(success: Bool) { task.setTaskCompleted(success: success) }
-        func onExpiry(_ handler: @escaping @Sendable () -> Void) { task.expirationHandler = handler }
+        func end(success: Bool) {
+            guard lock.withLock({ () -> Bool in defer { ended = true }; return !ended }) else { return }
+            task.setTaskCompleted(success: success)
+        }
+        func onExpiry(_ handler: @escaping @Sendable () -> Void) { lock.withLock { self.handler = handler } }
+        func expire() {
+            lock.withLock { handler }?()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { self.end(success: false) }
+        }
     }
 }
 #endif

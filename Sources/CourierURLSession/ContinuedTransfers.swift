@@ -42,6 +42,8 @@ public final class ContinuedTransfers: Sendable {
     public let identifierPrefix: String
     private let system: any ContinuedProcessingSystem
     private let runs = Locked<[String: Run]>([:])
+    /// The outcome of a task whose downloads all ended before the system started it.
+    private let endedEarly = Locked<[String: Bool]>([:])
     private let logger: Logger
 
     /// One submitted task: its plan, the task once started, and the watch on the events.
@@ -98,13 +100,19 @@ public final class ContinuedTransfers: Sendable {
                     return true
                 }
                 guard let self, held == true else {
-                    return task.end(success: false)   // ended before it began
+                    return task.end(success: self?.endedEarly.withLock { $0.removeValue(forKey: identifier) } ?? false)   // ended before it began
                 }
                 task.onExpiry { [weak self] in
                     guard let self else { return }
                     Task { await self.perform(identifier, { $0.expired() }) }
                 }
                 Task { await self.perform(identifier, { $0.started() }) }
+            }
+            Task { [weak self] in
+                // A task the system accepted but never started (it is not known to do so)
+                // must not keep its downloads in the process: dropped after a minute.
+                try? await Task.sleep(for: .seconds(60))   // cancelled only with the process
+                self?.runs.withLock { runs in runs[identifier]?.task == nil ? runs.removeValue(forKey: identifier) : nil }?.watch?.cancel()
             }
             return identifier
         } catch {
@@ -144,7 +152,7 @@ public final class ContinuedTransfers: Sendable {
             case let .yield(ids): await yield(ids)
             case let .end(success):
                 runs.withLock { $0.removeValue(forKey: identifier) }?.watch?.cancel()
-                task?.end(success: success)
+                if let task { task.end(success: success) } else { endedEarly.withLock { $0[identifier] = success } }
             }
         }
     }
