@@ -29,9 +29,13 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
 
     /// How a covered download stands.
     public enum Standing: Sendable, Equatable {
+        /// In the engine, with the bytes it holds and its size when known.
         case running(received: Int64, total: Int64?)
+        /// Verified at its final path.
         case completed(bytes: Int64)
+        /// With the background session, as it stood when it went.
         case handedOff(received: Int64, total: Int64?)
+        /// Failed, cancelled or paused: not at its end as the person wanted.
         case failed
     }
 

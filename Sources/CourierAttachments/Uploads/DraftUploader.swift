@@ -7,7 +7,7 @@ import Logging
 /// body, appends of ``chunkSize`` bytes from the server's offset, the last one marked
 /// complete, and an offset request (`HEAD`) after a cut. The upload's URL and the offset
 /// the server confirmed live in the journal's record, so a kill or a relaunch asks the
-/// server where it is and sends only the rest (``ResumableUploadDraft`` holds the fields).
+/// server where it is and sends only the rest (`ResumableUploadDraft` holds the fields).
 public final class DraftUploader: Sendable {
     /// Where the upload is created (`POST`); the server says where it then lives.
     public let target: URL
