@@ -132,6 +132,9 @@ extension AppLifecycle {
     func keepInProcess(_ covered: @escaping @Sendable () -> Set<String>) {
         inProcess.withLock { $0 = covered }
     }
+
+    /// Whether the app is past the hand-off phase and not yet back to `.active`.
+    var isAway: Bool { away.withLock { $0 } }
 }
 
 extension BackgroundTransfers {

@@ -174,6 +174,7 @@ public final class BackgroundTransfers: NSObject, @unchecked Sendable { // immut
 
     /// ``handOffAll(among:)``, leaving `kept` with the engine (a continued-processing task
     /// carries them).
+    @discardableResult
     func handOffAll(among ids: Set<String>?, except kept: Set<String>) async -> [String] {
         state.withLock { s in
             s.inBackground = true

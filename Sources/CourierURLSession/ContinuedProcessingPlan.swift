@@ -7,9 +7,10 @@ import CourierCore
 ///
 /// - It covers the downloads the app marked as started by the user, and only those not yet
 ///   at their end.
-/// - Its progress is the bytes of every covered download together, over their sizes; a size
-///   not known yet counts what arrived and one byte more, so the bar never reads 100 % (which
-///   the system takes for finished) before the end.
+/// - Its progress is the bytes of every covered download together, over their sizes; a
+///   download not at its end counts at least one byte more than arrived (a size not known
+///   yet, or a file still being verified), so the bar never reads 100 % (which the system
+///   takes for finished) before the end.
 /// - It ends when every covered download has ended or been handed to the system: a success
 ///   when each completed or went to the system, a failure when one failed or was cancelled.
 /// - At its expiry the covered downloads not yet ended go to the background session when
@@ -59,7 +60,7 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
         covered.values.reduce((Int64(0), Int64(0))) { sum, standing in
             switch standing {
             case let .running(received, total), let .handedOff(received, total):
-                return (sum.0 + received, sum.1 + (total.map { max($0, received) } ?? received + 1))
+                return (sum.0 + received, sum.1 + max(total ?? 0, received + 1))
             case let .completed(bytes): return (sum.0 + bytes, sum.1 + bytes)
             case .failed: return sum
             }

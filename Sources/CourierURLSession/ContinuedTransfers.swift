@@ -41,10 +41,15 @@ public final class ContinuedTransfers: Sendable {
     /// as `<prefix>.*` under `BGTaskSchedulerPermittedIdentifiers`).
     public let identifierPrefix: String
     private let system: any ContinuedProcessingSystem
-    private let runs = Locked<[String: Run]>([:])
-    /// The outcome of a task whose downloads all ended before the system started it.
-    private let endedEarly = Locked<[String: Bool]>([:])
+    private let state = Locked(State())
     private let logger: Logger
+
+    /// Every submitted task, and the outcome of those that ended before the system started them.
+    private struct State {
+        var runs: [String: Run] = [:]
+        var endedEarly: [String: Bool] = [:]
+        var covered: Set<String> { runs.values.reduce(into: Set<String>()) { $0.formUnion($1.plan.running) } }
+    }
 
     /// One submitted task: its plan, the task once started, and the watch on the events.
     private struct Run {
@@ -60,65 +65,84 @@ public final class ContinuedTransfers: Sendable {
         self.system = system
         self.identifierPrefix = identifierPrefix
         self.logger = logger
-        lifecycle.keepInProcess { [runs] in
-            runs.withLock { runs in runs.values.reduce(into: Set<String>()) { $0.formUnion($1.plan.running) } }
-        }
+        lifecycle.keepInProcess { [state] in state.withLock { $0.covered } }
     }
 
     /// The downloads a running (or submitted) task covers now.
-    public var coveredIDs: Set<String> { runs.withLock { $0.values.reduce(into: Set<String>()) { $0.formUnion($1.plan.running) } } }
+    public var coveredIDs: Set<String> { state.withLock { $0.covered } }
 
     /// Asks the system to keep `ids` going past the foreground, showing `title` and
     /// `subtitle`. Call it from the person's action (a tap), in the foreground. Returns the
-    /// task's identifier, or `nil` when nothing is left to cover or the system refused (the
-    /// downloads then go to the background session at the hand-off phase, as before).
+    /// task's identifier, or `nil` when nothing is left to cover (only queued and running
+    /// downloads are) or the system refused (the downloads then go to the background session
+    /// at the hand-off phase, as before).
     @discardableResult
     public func begin(_ ids: [String], title: String, subtitle: String) async -> String? {
         let downloader = lifecycle.downloader
         let events = downloader.events()   // before the records are read: nothing between is missed
         var downloads: [(id: String, received: Int64, total: Int64?)] = []
         for id in ids {
-            guard let record = try? await downloader.record(id: id), !record.state.isTerminal else { continue }   // unknown or ended: not covered
+            guard let record = try? await downloader.record(id: id), [.queued, .downloading].contains(record.state) else { continue }   // unknown, or not running: not covered
             downloads.append((id, record.bytesReceived, record.totalBytes ?? record.expectedBytes))
         }
         guard !downloads.isEmpty else { return nil }
         let identifier = "\(identifierPrefix).\(UUID().uuidString.lowercased())"
-        runs.withLock { $0[identifier] = Run(plan: ContinuedProcessingPlan(downloads)) }
         let watch = Task { [weak self] in
             for await event in events {
                 guard let self, await self.apply(event, to: identifier) else { return }
             }
         }
-        runs.withLock { $0[identifier]?.watch = watch }
+        state.withLock { $0.runs[identifier] = Run(plan: ContinuedProcessingPlan(downloads), watch: watch) }
         do {
             try system.submit(identifier: identifier, title: title, subtitle: subtitle) { [weak self] task in
-                // Held and watched for its expiry before anything else: an expiry that comes
-                // at once still finds the task.
-                let held = self?.runs.withLock { runs -> Bool in
-                    guard runs[identifier] != nil else { return false }
-                    runs[identifier]?.task = task
-                    return true
-                }
-                guard let self, held == true else {
-                    return task.end(success: self?.endedEarly.withLock { $0.removeValue(forKey: identifier) } ?? false)   // ended before it began
-                }
-                task.onExpiry { [weak self] in
-                    guard let self else { return }
-                    Task { await self.perform(identifier, { $0.expired() }) }
-                }
-                Task { await self.perform(identifier, { $0.started() }) }
+                guard let self else { return task.end(success: false) }
+                self.started(identifier, task)
             }
-            Task { [weak self] in
-                // A task the system accepted but never started (it is not known to do so)
-                // must not keep its downloads in the process: dropped after a minute.
-                try? await Task.sleep(for: .seconds(60))   // cancelled only with the process
-                self?.runs.withLock { runs in runs[identifier]?.task == nil ? runs.removeValue(forKey: identifier) : nil }?.watch?.cancel()
-            }
-            return identifier
         } catch {
             logger.info("the system refused continued processing; the downloads go to the background session as before: \(error)")
-            runs.withLock { $0.removeValue(forKey: identifier) }?.watch?.cancel()
+            await drop(identifier)
             return nil
+        }
+        Task { [weak self] in
+            // A task the system accepted but never started (it is not known to do so) must
+            // not keep its downloads in the process: dropped after a minute.
+            try? await Task.sleep(for: .seconds(60))   // cancelled only with the process
+            guard let self, state.withLock({ $0.runs[identifier].map { $0.task == nil } ?? false }) else { return }
+            await drop(identifier)
+        }
+        return identifier
+    }
+
+    /// The system started task `identifier`: held and watched for its expiry before anything
+    /// else (an expiry that comes at once still finds it), in the same step as its end.
+    private func started(_ identifier: String, _ task: any ContinuedProcessingTask) {
+        enum Found { case run, ended(Bool), unknown }
+        let found = state.withLock { state -> Found in
+            if state.runs[identifier] != nil {
+                state.runs[identifier]?.task = task
+                return .run
+            }
+            return state.endedEarly.removeValue(forKey: identifier).map { .ended($0) } ?? .unknown
+        }
+        switch found {
+        case .run:
+            task.onExpiry { [weak self] in
+                guard let self else { return }
+                Task { await self.perform(identifier, { $0.expired() }) }
+            }
+            Task { await self.perform(identifier, { $0.started() }) }
+        case let .ended(success): task.end(success: success)
+        case .unknown: task.end(success: false)
+        }
+    }
+
+    /// A run given up without a task (refused, or never started): its downloads no longer
+    /// stay in the process, and go to the background session if the app is already away.
+    private func drop(_ identifier: String) async {
+        guard let run = state.withLock({ $0.runs.removeValue(forKey: identifier) }) else { return }
+        run.watch?.cancel()
+        if lifecycle.isAway, let background = lifecycle.background, !run.plan.running.isEmpty {
+            await background.handOffAll(among: run.plan.running)
         }
     }
 
@@ -131,29 +155,35 @@ public final class ContinuedTransfers: Sendable {
         case let .stateChanged(id, .handedOff, _): await perform(identifier) { $0.handedOff(id) }
         default: break
         }
-        return runs.withLock { $0[identifier] != nil }
+        return state.withLock { $0.runs[identifier] != nil }
     }
 
-    /// Steps the plan of `identifier` and carries out what it says.
+    /// Steps the plan of `identifier` and carries out what it says. Reports go to the task in
+    /// the step itself (in order); an end leaves the state in the same step, with its task or
+    /// as an outcome for a task still to start.
     private func perform(_ identifier: String, _ step: (inout ContinuedProcessingPlan) -> [ContinuedProcessingPlan.Action]) async {
-        let (actions, task) = runs.withLock { runs -> ([ContinuedProcessingPlan.Action], (any ContinuedProcessingTask)?) in
-            guard var run = runs[identifier] else { return ([], nil) }
-            let actions = step(&run.plan)
-            runs[identifier] = run
-            return (actions, run.task)
-        }
-        await carryOut(actions, identifier, task)
-    }
-
-    private func carryOut(_ actions: [ContinuedProcessingPlan.Action], _ identifier: String, _ task: (any ContinuedProcessingTask)?) async {
-        for action in actions {
-            switch action {
-            case let .report(completed, total): task?.report(completed: completed, total: total)
-            case let .yield(ids): await yield(ids)
-            case let .end(success):
-                runs.withLock { $0.removeValue(forKey: identifier) }?.watch?.cancel()
-                if let task { task.end(success: success) } else { endedEarly.withLock { $0[identifier] = success } }
+        let (yielding, ending, task, watch) = state.withLock { state -> ([String], Bool?, (any ContinuedProcessingTask)?, Task<Void, Never>?) in
+            guard var run = state.runs[identifier] else { return ([], nil, nil, nil) }
+            var yielding: [String] = [], ending: Bool?
+            for action in step(&run.plan) {
+                switch action {
+                case let .report(completed, total): run.task?.report(completed: completed, total: total)
+                case let .yield(ids): yielding += ids
+                case let .end(success): ending = success
+                }
             }
+            guard let ending else {
+                state.runs[identifier] = run
+                return (yielding, nil, nil, nil)
+            }
+            state.runs[identifier] = nil
+            if run.task == nil { state.endedEarly[identifier] = ending }
+            return (yielding, ending, run.task, run.watch)
+        }
+        if !yielding.isEmpty { await yield(yielding) }
+        if let ending {
+            watch?.cancel()
+            task?.end(success: ending)
         }
     }
 

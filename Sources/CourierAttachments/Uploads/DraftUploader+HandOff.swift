@@ -23,13 +23,16 @@ extension DraftUploader {
                                                   kind: .ietf, target: target.absoluteString, partSize: chunkSize))
             do {
                 try await db.noteUploadHandle(id: journal.id, remoteId: try await create().absoluteString)
-            } catch let notSpoken as NotSpoken { throw notSpoken.error }
+            } catch let notSpoken as NotSpoken {
+                try await db.deleteUpload(id: journal.id)   // the record of an upload that never existed
+                throw notSpoken.error
+            }
             existing = try await db.upload(id: journal.id)
         }
         guard let existing, existing.record.kind == .ietf, let remote = existing.record.remoteId, let url = URL(string: remote),
               case .resume = UploadResume.decide(record: existing.record, source: source, kind: .ietf, target: target.absoluteString, partSize: chunkSize),
               try TusUploader.changedChunk(existing.parts, source) == nil,
-              let held = try await serverOffset(url, size: source.size), held.offset < source.size else { return [] }
+              let held = try await serverOffset(url, size: source.size), held.offset < source.size, !held.complete else { return [] }
         let offset = held.offset
         let number = (existing.parts.map(\.number).max() ?? 0) + 1
         let length = source.size - offset

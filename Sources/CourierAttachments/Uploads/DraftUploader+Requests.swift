@@ -9,8 +9,9 @@ extension DraftUploader {
     enum AppendOutcome: Equatable {
         /// The server holds the file up to this offset.
         case confirmed(Int64)
-        /// 409: the server's offset is another; it said which, or `nil` (then ask it).
-        case conflict(Int64?)
+        /// 409: the server's offset is another; it said which (and whether it holds the
+        /// upload as finished), or `nil` (then ask it).
+        case conflict(Int64?, complete: Bool)
         /// A passing trouble (5xx, 408, 429, 423): back off, ask the offset, go on.
         case retry
     }
@@ -59,8 +60,14 @@ extension DraftUploader {
     }
 
     /// An append of `chunk` from its offset; `last` marks the upload complete.
+    ///
+    /// Over cleartext HTTP/1.1 each append closes its connection: SwiftNIO's server answers
+    /// a wrong offset `409` before it reads the body, then answers nothing more on that
+    /// connection, and a request the pool put on it waited for its timeout (RELIABILITY.md).
+    /// Over https the connection may be HTTP/2, where the field is not allowed.
     func append(_ url: URL, _ chunk: UploadChunk, last: Bool, tally: RequestTally) async throws -> AppendOutcome {
-        let (response, reply) = try await send(.patch, url, Draft.appendHeaders(version, offset: chunk.offset, complete: last),
+        let closing = url.scheme?.lowercased() == "http" ? [(name: "Connection", value: "close")] : []
+        let (response, reply) = try await send(.patch, url, Draft.appendHeaders(version, offset: chunk.offset, complete: last) + closing,
                                                body: chunk.body, observer: tally, timeout: .seconds(300))
         let text = try await HTTPCalls.text(response)
         switch reply.status {
@@ -74,7 +81,7 @@ extension DraftUploader {
             }
             return .confirmed(confirmed)
         case 409:
-            return .conflict(Draft.confirmed(reply, size: Int64.max))
+            return .conflict(Draft.confirmed(reply, size: Int64.max), complete: reply.complete == true)
         case 404, 410:
             throw DraftRestart.gone
         case 408, 423, 429, 500...599:

@@ -71,6 +71,13 @@ public final class DraftUploader: Sendable {
 
     /// ``upload(_:journal:)``, with a server that does not speak the draft told apart.
     package func uploadOrSayNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
+        do { return try await uploadTellingNotSpoken(file, journal: journal) } catch let notSpoken as NotSpoken {
+            try await journal.database.deleteUpload(id: journal.id)   // the record of an upload that never existed
+            throw notSpoken
+        }
+    }
+
+    private func uploadTellingNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
         try await journal.checkNotHandedOff()
         var attempt = 0
         while true {
@@ -113,9 +120,12 @@ public final class DraftUploader: Sendable {
                     try source.checkUnchanged()
                     try await db.deleteUpload(id: journal.id)
                     return url
+                } else if held.complete {
+                    logger.notice("\(source.url.lastPathComponent): the server closed the upload at \(held.offset) bytes; starting again")
+                } else {
+                    uploadURL = url
+                    offset = held.offset
                 }
-                uploadURL = url
-                offset = held.offset
             }
         case let .restart(reason, abandon):
             if let abandon, let url = URL(string: abandon) {
@@ -136,6 +146,7 @@ public final class DraftUploader: Sendable {
         let url = uploadURL!
         let counter = UploadCounter(journal: journal, total: source.size, held: offset)
         var failures = 0
+        var best = offset   // net progress: past the most the server ever held
         var sentLast = false
         while !sentLast {
             let length = min(chunkSize, source.size - offset)
@@ -145,7 +156,7 @@ public final class DraftUploader: Sendable {
             let chunk = try last ? source.read(offset: offset, length: length) : source.hash(offset: offset, length: length)
             if last { try source.checkUnchanged() }
             let tally = RequestTally(counter)
-            var serverSaid: Int64?
+            var serverSaid: (offset: Int64, complete: Bool)?
             do {
                 switch try await append(url, chunk, last: last, tally: tally) {
                 case .confirmed(let confirmed):
@@ -160,15 +171,16 @@ public final class DraftUploader: Sendable {
                     counter.confirmed(kept.length)
                     offset = confirmed
                     sentLast = last && confirmed == source.size
-                    // An append that kept nothing counts as a failure, so a server that never
-                    // moves cannot hold the upload in a loop.
-                    if kept.length > 0 || sentLast {
+                    // Only net progress starts the count again, so a server that never moves,
+                    // or moves back, cannot hold the upload in a loop.
+                    if confirmed > best || sentLast {
+                        best = max(best, confirmed)
                         failures = 0
                         continue
                     }
-                case .conflict(let held):
+                case let .conflict(held, complete):
                     tally.takeBack()
-                    serverSaid = held
+                    serverSaid = held.map { ($0, complete) }
                 case .retry:
                     tally.takeBack()
                 }
@@ -180,19 +192,32 @@ public final class DraftUploader: Sendable {
             if failures >= maxAttempts {
                 throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(offset)")
             }
-            offset = try await recover(url, source: source, from: offset, serverSaid: serverSaid, failures: &failures, counter: counter)
+            let held = try await recover(url, source: source, from: offset, serverSaid: serverSaid, failures: &failures, counter: counter)
+            if held.complete {
+                // The server holds a finished upload: whole when it holds every byte (a last
+                // append whose reply was lost), else closed short, and a new one is needed.
+                guard held.offset == source.size else { throw DraftRestart.gone }
+                try source.checkUnchanged()
+                sentLast = true
+            }
+            if held.offset > best {
+                best = held.offset
+                failures = 0
+            }
+            offset = held.offset
         }
         try await db.deleteUpload(id: journal.id)
         return url
     }
 
-    /// After a failed append: where the server is, asked (after a backoff) until it can say,
-    /// within the same budget. A 409 that named the server's offset is taken as said (a
-    /// question on the connection that carried it may go unanswered).
-    private func recover(_ url: URL, source: UploadSource, from offset: Int64, serverSaid: Int64?, failures: inout Int,
-                         counter: UploadCounter) async throws -> Int64 {
-        if let serverSaid, serverSaid <= source.size {
-            if serverSaid > offset { counter.confirmed(serverSaid - offset) }
+    /// After a failed append: where the server is and whether it holds the upload as
+    /// finished, asked (after a backoff) until it can say, within the same budget. A 409
+    /// that named the server's offset is taken as said (a question on the connection that
+    /// carried it may go unanswered).
+    private func recover(_ url: URL, source: UploadSource, from offset: Int64, serverSaid: (offset: Int64, complete: Bool)?, failures: inout Int,
+                         counter: UploadCounter) async throws -> (offset: Int64, complete: Bool) {
+        if let serverSaid, serverSaid.offset <= source.size {
+            if serverSaid.offset > offset { counter.confirmed(serverSaid.offset - offset) }
             return serverSaid
         }
         while true {
@@ -200,7 +225,7 @@ public final class DraftUploader: Sendable {
             do {
                 guard let held = try await serverOffset(url, size: source.size) else { throw DraftRestart.gone }
                 if held.offset > offset { counter.confirmed(held.offset - offset) }
-                return held.offset
+                return held
             } catch let error as CourierError where error.isPassing {
                 logger.info("\(source.url.lastPathComponent): \(error) asking for the offset")
                 failures += 1

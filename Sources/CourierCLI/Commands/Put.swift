@@ -6,7 +6,7 @@ import Logging
 
 struct Put: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload files to S3 or a tus server; run it again after an interruption and it resumes.",
+        abstract: "Upload files to S3, a tus server or a server of the resumable upload draft; run it again after an interruption and it resumes.",
         discussion: """
         The last argument says where. s3://bucket/key?endpoint=…&region=… is an S3 upload \
         (multipart past --part-size; credentials from AWS_ACCESS_KEY_ID and \

@@ -36,6 +36,9 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if resumableUploadsPort != nil, !writable { throw ValidationError("--resumable-uploads-port needs --writable: it stores what is uploaded.") }
+        if resumableUploadsPort != nil, ["0.0.0.0", "::", "[::]"].contains(host) {
+            throw ValidationError("--resumable-uploads-port names each upload's URL with --host: give the address clients reach (not \(host)).")
+        }
     }
 
     func run() async throws {
@@ -81,7 +84,7 @@ struct Serve: AsyncParsableCommand {
         }
         for await _ in stop { break }
         sources.forEach { $0.cancel() }
-        try await drafts?.stop()
+        try? await drafts?.stop()   // stopping: the origin is stopped next either way
         try await origin.stop()
         Terminal.error("Stopped.")
     }

@@ -2,6 +2,7 @@ import Courier
 import CourierOrigin
 import CourierTestSupport
 import Foundation
+import HTTPTypes
 import Testing
 @testable import CourierAttachments
 @testable import CourierCore
@@ -96,6 +97,111 @@ struct DraftUploaderTests {
         try await uploader.shutdown()
         try await origin.stop()
     }
+}
+
+extension DraftUploaderTests {
+    /// An append that says the wrong offset gets 409 with the server's: the uploader goes on
+    /// from the offset the 409 named, with no question on that connection. SwiftNIO's server
+    /// then no longer knows the upload (404 to that append: it drops an upload after a 409),
+    /// so a new one is made, once, and the file is right.
+    @Test func aConflictsOffsetIsTakenAsSaid() async throws {
+        let dir = temporaryFolder("courier-draft-409")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let server = try await DraftUploadServer.start(directory: dir.appendingPathComponent("served"))
+        let (source, data) = try file(dir)
+        let database = try CourierDatabase(path: dir.appendingPathComponent("courier.sqlite").path)
+        let uploader = try DraftUploader(target: server.url("/files/409.bin"), chunkSize: Self.chunk, transport: MisstateSecondAppend(inner: testTransport()))
+        let location = try await uploader.upload(source, journal: UploadJournal(database: database, id: "put:409"))
+        #expect(location.path.hasPrefix("/resumable_upload/"))
+        #expect(try Data(contentsOf: dir.appendingPathComponent("served/files/409.bin")) == data)
+        let log = server.requests
+        #expect(log.prefix(4).map(\.method) == ["POST", "PATCH", "PATCH", "PATCH"] && log.prefix(4).map(\.offset) == [nil, 0, Self.chunk + 1000, Self.chunk],
+                "the 409's offset taken as said: \(log)")
+        #expect(!log.contains { $0.method == "HEAD" })
+        #expect(log.dropFirst(4).map(\.method) == ["POST", "PATCH", "PATCH", "PATCH"], "created again once: \(log)")
+        try await uploader.shutdown()
+        try await server.stop()
+    }
+
+    /// The last append arrived whole but its reply was lost, and the server keeps finished
+    /// uploads (a scripted one: SwiftNIO's forgets them, 404): the offset request says it
+    /// holds every byte, complete, and that is the end. An empty append marked complete
+    /// would get 400.
+    @Test func aLastAppendWhoseReplyWasLostEndsOnTheOffsetRequest() async throws {
+        let dir = temporaryFolder("courier-draft-lostreply")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (source, _) = try file(dir)
+        let database = try CourierDatabase(path: dir.appendingPathComponent("courier.sqlite").path)
+        let script = KeepsFinishedUploads(size: Int64(Self.size))
+        let uploader = try DraftUploader(target: URL(string: "http://uploads.example/f.bin")!, chunkSize: 1 << 20, transport: script)
+        let location = try await uploader.upload(source, journal: UploadJournal(database: database, id: "put:lostreply"))
+        #expect(location.absoluteString == "http://uploads.example/resumable/1")
+        #expect(script.methods == ["POST", "PATCH", "HEAD"], "\(script.methods)")
+        #expect(try await database.upload(id: "put:lostreply") == nil)
+    }
+
+    /// The budget counts failures in a row without net progress: a server whose every append
+    /// is cut, but which keeps a little more each time, is followed to the end.
+    @Test func appendsCutAfterALittleMoreEachTimeFinish() async throws {
+        let dir = temporaryFolder("courier-draft-creep")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (source, _) = try file(dir)
+        let database = try CourierDatabase(path: dir.appendingPathComponent("courier.sqlite").path)
+        let script = KeepsFinishedUploads(size: Int64(Self.size), cutEveryAppendAfter: 100_000)
+        let uploader = try DraftUploader(target: URL(string: "http://uploads.example/f.bin")!, chunkSize: 1 << 20, maxAttempts: 3, transport: script)
+        _ = try await uploader.upload(source, journal: UploadJournal(database: database, id: "put:creep"))
+        #expect(script.methods.filter { $0 == "PATCH" }.count == 7, "700,000 bytes, 100,000 kept per cut append: \(script.methods)")
+    }
+}
+
+/// A scripted server of the draft that keeps finished uploads: it stores every append, but
+/// the reply to the one marked complete is lost; with `cutEveryAppendAfter`, each append
+/// keeps that many bytes and its reply is lost.
+final class KeepsFinishedUploads: HTTPTransport, @unchecked Sendable {   // every field under `lock`
+    let size: Int64, cut: Int64?
+    let lock = NSLock()
+    var held: Int64 = 0, complete = false, methods: [String] = []
+    init(size: Int64, cutEveryAppendAfter cut: Int64? = nil) { self.size = size; self.cut = cut }
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        let fields = request.headerFields
+        let offset = fields[HTTPField.Name("Upload-Offset")!].flatMap { Int64($0) }
+        var length: Int64 = 0
+        if request.method == .patch, let body = request.body { length = body.length }
+        let (status, reply): (Int, [(String, String)]) = try lock.withLock {
+            methods.append(request.method.rawValue)
+            let version = [("Upload-Draft-Interop-Version", "6")]
+            switch request.method {
+            case .post: return (201, version + [("Location", "/resumable/1"), ("Upload-Offset", "0"), ("Upload-Complete", "?0")])
+            case .head: return (204, version + [("Upload-Offset", "\(held)"), ("Upload-Complete", complete ? "?1" : "?0")])
+            default:
+                guard offset == held else { return (409, version + [("Upload-Offset", "\(held)")]) }
+                held += min(length, cut ?? length)
+                complete = fields[HTTPField.Name("Upload-Complete")!] == "?1" && held == size
+                throw CourierError(.network, "the reply was lost (scripted)")
+            }
+        }
+        var headerFields = HTTPFields()
+        for (name, value) in reply { headerFields[HTTPField.Name(name)!] = value }
+        return TransportResponse(status: status, headerFields: headerFields, body: TransportBody(bytes: Data()))
+    }
+    func shutdown() async throws {}
+}
+
+/// Sends the second append with an offset 1000 bytes past the true one.
+final class MisstateSecondAppend: HTTPTransport, @unchecked Sendable {   // `patches` under its lock
+    let inner: any HTTPTransport
+    let lock = NSLock()
+    var patches = 0
+    init(inner: (any HTTPTransport)?) { self.inner = inner ?? AsyncHTTPClientTransport() }
+    func send(_ request: TransportRequest) async throws -> TransportResponse {
+        var request = request
+        if request.method == .patch, lock.withLock({ patches += 1; return patches }) == 2, let name = HTTPField.Name("Upload-Offset"),
+           let offset = request.headerFields[name].flatMap({ Int64($0) }) {
+            request.headerFields[name] = String(offset + 1000)
+        }
+        return try await inner.send(request)
+    }
+    func shutdown() async throws { try await inner.shutdown() }
 }
 
 struct Stopped: Error {}
