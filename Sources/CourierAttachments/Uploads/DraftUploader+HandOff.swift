@@ -34,19 +34,7 @@ extension DraftUploader {
               try TusUploader.changedChunk(existing.parts, source) == nil,
               let held = try await serverOffset(url, size: source.size), held.offset < source.size, !held.complete else { return [] }
         let offset = held.offset
-        let number = (existing.parts.map(\.number).max() ?? 0) + 1
-        let length = source.size - offset
-        let piece: UploadHandOffPiece
-        if offset == 0 {
-            let digests = try UploadPieceFile.digests(source, offset: 0, length: length)
-            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: 0, size: length, md5: digests.md5, sha256: digests.sha256,
-                                       bodyPath: source.url.path, ownsBody: false, owner: journal.owner)
-        } else {
-            let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: number)
-            let digests = try UploadPieceFile.write(source, offset: offset, length: length, to: body)
-            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: offset, size: length, md5: digests.md5, sha256: digests.sha256,
-                                       bodyPath: body.path, ownsBody: true, owner: journal.owner)
-        }
+        let piece = try UploadPieceFile.rest(of: source, from: offset, number: (existing.parts.map(\.number).max() ?? 0) + 1, journal: journal, folder: folder)
         let credentials = url.origin == target.origin ? headers : []
         return try await UploadPieceFile.record([UploadTaskRequest(piece: piece, kind: .ietf, method: "PATCH", url: url.absoluteString,
                                                                    headers: credentials + Draft.appendHeaders(version, offset: offset, complete: true),

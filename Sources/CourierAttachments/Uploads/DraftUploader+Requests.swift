@@ -83,7 +83,7 @@ extension DraftUploader {
         case 409:
             return .conflict(Draft.confirmed(reply, size: Int64.max), complete: reply.complete == true)
         case 404, 410:
-            throw DraftRestart.gone
+            throw UploadRestart.gone
         case 408, 423, 429, 500...599:
             return .retry
         default:

@@ -78,27 +78,11 @@ public final class DraftUploader: Sendable {
     }
 
     private func uploadTellingNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
-        try await journal.checkNotHandedOff()
-        var attempt = 0
-        while true {
-            attempt += 1
-            let source = try UploadSource(url: file)
-            do {
-                return try await run(source, journal: journal)
-            } catch DraftRestart.gone {
-                try await journal.database.deleteUpload(id: journal.id)
-                guard attempt == 1 else { throw CourierError(.remoteNotFound, "the server lost the upload of \(file.lastPathComponent) twice") }
-                logger.notice("\(file.lastPathComponent): the server no longer has the upload; starting again")
-            } catch let changed as UploadSource.Changed {
-                if let remote = try await journal.database.upload(id: journal.id)?.record.remoteId, let url = URL(string: remote) { await cancel(url) }
-                try await journal.database.deleteUpload(id: journal.id)
-                guard attempt == 1 else { throw changed.error }
-                logger.notice("\(changed.error.message); starting again")
-            }
+        try await UploadRestart.atMostOnce(file, journal: journal, server: "the server", logger: logger, cancel: cancel) { source in
+            try await run(source, journal: journal)
         }
     }
 
-    enum DraftRestart: Error { case gone }
 
     private func run(_ source: UploadSource, journal: UploadJournal) async throws -> URL {
         let db = journal.database
@@ -196,7 +180,7 @@ public final class DraftUploader: Sendable {
             if held.complete {
                 // The server holds a finished upload: whole when it holds every byte (a last
                 // append whose reply was lost), else closed short, and a new one is needed.
-                guard held.offset == source.size else { throw DraftRestart.gone }
+                guard held.offset == source.size else { throw UploadRestart.gone }
                 try source.checkUnchanged()
                 sentLast = true
             }
@@ -223,7 +207,7 @@ public final class DraftUploader: Sendable {
         while true {
             try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
             do {
-                guard let held = try await serverOffset(url, size: source.size) else { throw DraftRestart.gone }
+                guard let held = try await serverOffset(url, size: source.size) else { throw UploadRestart.gone }
                 if held.offset > offset { counter.confirmed(held.offset - offset) }
                 return held
             } catch let error as CourierError where error.isPassing {

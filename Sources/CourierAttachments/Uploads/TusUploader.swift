@@ -49,29 +49,11 @@ public final class TusUploader: Sendable {
     /// that changed while it went up, starts again once (`E_REMOTE_NOT_FOUND` or
     /// `E_SOURCE_CHANGED` the second time).
     public func upload(_ file: URL, metadata: [String: String], journal: UploadJournal) async throws -> URL {
-        try await journal.checkNotHandedOff()
-        var attempt = 0
-        while true {
-            attempt += 1
-            let source = try UploadSource(url: file)
-            do {
-                return try await run(source, metadata: metadata, journal: journal)
-            } catch TusRestart.gone {
-                try await journal.database.deleteUpload(id: journal.id)
-                guard attempt == 1 else { throw CourierError(.remoteNotFound, "the tus server lost the upload of \(file.lastPathComponent) twice") }
-                logger.notice("\(file.lastPathComponent): the server no longer has the upload; starting again")
-            } catch let changed as UploadSource.Changed {
-                if let remote = try await journal.database.upload(id: journal.id)?.record.remoteId, let url = URL(string: remote) {
-                    await terminate(url)
-                }
-                try await journal.database.deleteUpload(id: journal.id)
-                guard attempt == 1 else { throw changed.error }
-                logger.notice("\(changed.error.message); starting again")
-            }
+        try await UploadRestart.atMostOnce(file, journal: journal, server: "the tus server", logger: logger, cancel: terminate) { source in
+            try await run(source, metadata: metadata, journal: journal)
         }
     }
 
-    private enum TusRestart: Error { case gone }
 
     private func run(_ source: UploadSource, metadata: [String: String], journal: UploadJournal) async throws -> URL {
         let db = journal.database
@@ -153,7 +135,7 @@ public final class TusUploader: Sendable {
                 case .askOffset, .retry:
                     tally.takeBack()
                 case .recreate:
-                    throw TusRestart.gone
+                    throw UploadRestart.gone
                 case .fail(let status):
                     throw CourierError(status == 403 || status == 401 ? .accessDenied : .remoteStorage,
                                        "the tus server refused the upload of \(source.url.lastPathComponent): HTTP \(status)", httpStatus: status)
@@ -170,7 +152,7 @@ public final class TusUploader: Sendable {
                 }
                 try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
                 do {
-                    guard let held = try await serverOffset(url, size: source.size) else { throw TusRestart.gone }
+                    guard let held = try await serverOffset(url, size: source.size) else { throw UploadRestart.gone }
                     if held > offset { counter.confirmed(held - offset) }
                     offset = held
                     break

@@ -68,6 +68,21 @@ enum UploadPieceFile {
     }
 
     /// Where piece `number` of upload `id` is written.
+    /// The rest of a file from `offset`, as one piece: the file itself when nothing was sent
+    /// yet (no copy), else a copy of the rest in `folder`.
+    static func rest(of source: UploadSource, from offset: Int64, number: Int, journal: UploadJournal, folder: URL) throws -> UploadHandOffPiece {
+        let length = source.size - offset
+        if offset == 0 {
+            let digests = try digests(source, offset: 0, length: length)
+            return UploadHandOffPiece(uploadId: journal.id, number: number, offset: 0, size: length, md5: digests.md5, sha256: digests.sha256,
+                                      bodyPath: source.url.path, ownsBody: false, owner: journal.owner)
+        }
+        let body = url(in: folder, uploadId: journal.id, number: number)
+        let digests = try write(source, offset: offset, length: length, to: body)
+        return UploadHandOffPiece(uploadId: journal.id, number: number, offset: offset, size: length, md5: digests.md5, sha256: digests.sha256,
+                                  bodyPath: body.path, ownsBody: true, owner: journal.owner)
+    }
+
     static func url(in folder: URL, uploadId: String, number: Int) -> URL {
         folder.appendingPathComponent(SHA256Hex.shortID("upload", of: uploadId, bytes: 12) + "-\(number).part")
     }
@@ -153,19 +168,7 @@ extension TusUploader {
               case .resume = UploadResume.decide(record: existing.record, source: source, kind: .tus, target: endpoint.absoluteString, partSize: chunkSize),
               try Self.changedChunk(existing.parts, source) == nil,
               let offset = try await serverOffset(url, size: source.size), offset < source.size else { return [] }
-        let number = (existing.parts.map(\.number).max() ?? 0) + 1
-        let length = source.size - offset
-        let piece: UploadHandOffPiece
-        if offset == 0 {
-            let digests = try UploadPieceFile.digests(source, offset: 0, length: length)
-            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: 0, size: length, md5: digests.md5, sha256: digests.sha256,
-                                       bodyPath: source.url.path, ownsBody: false, owner: journal.owner)
-        } else {
-            let body = UploadPieceFile.url(in: folder, uploadId: journal.id, number: number)
-            let digests = try UploadPieceFile.write(source, offset: offset, length: length, to: body)
-            piece = UploadHandOffPiece(uploadId: journal.id, number: number, offset: offset, size: length, md5: digests.md5, sha256: digests.sha256,
-                                       bodyPath: body.path, ownsBody: true, owner: journal.owner)
-        }
+        let piece = try UploadPieceFile.rest(of: source, from: offset, number: (existing.parts.map(\.number).max() ?? 0) + 1, journal: journal, folder: folder)
         let credentials = requestHeaders(for: url)
         let headers = credentials + [(name: "Tus-Resumable", value: TusHeaders.version), (name: "Upload-Offset", value: String(offset)),
                                      (name: "Content-Type", value: "application/offset+octet-stream")]
