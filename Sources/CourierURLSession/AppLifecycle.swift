@@ -50,6 +50,8 @@ public final class AppLifecycle: Sendable {
     private let lastChange = Locked<Task<Void, Never>?>(nil)
     /// The downloads a continued-processing task carries: left in the process at hand-off.
     private let inProcess = Locked<(@Sendable () -> Set<String>)?>(nil)
+    /// Whether a continued-processing task carries uploads: the features' uploads then stay.
+    private let uploadsInProcess = Locked<(@Sendable () -> Bool)?>(nil)
 
     /// Makes the lifecycle of `downloader`, with `background` for hand-offs (`nil`: the
     /// phases change nothing).
@@ -104,7 +106,7 @@ public final class AppLifecycle: Sendable {
         case Self.handOffPhase, .background:   // .background: a scene that skips .inactive
             away.withLock { $0 = true }
             await background.handOffAll(among: nil, except: inProcess.withLock { $0?() } ?? [])
-            await background.handOffUploads()
+            if uploadsInProcess.withLock({ $0?() }) != true { await background.handOffUploads() }
         case .active:
             guard away.withLock({ was in defer { was = false }; return was }) else { return }
             await background.takeBack()
@@ -127,10 +129,11 @@ public final class AppLifecycle: Sendable {
 }
 
 extension AppLifecycle {
-    /// Leaves the downloads `covered` names in the process at the hand-off phase
-    /// (``ContinuedTransfers``).
-    func keepInProcess(_ covered: @escaping @Sendable () -> Set<String>) {
-        inProcess.withLock { $0 = covered }
+    /// Leaves the downloads `downloads` names in the process at the hand-off phase, and the
+    /// features' uploads while `uploads` says so (``ContinuedTransfers``).
+    func keepInProcess(downloads: @escaping @Sendable () -> Set<String>, uploads: @escaping @Sendable () -> Bool) {
+        inProcess.withLock { $0 = downloads }
+        uploadsInProcess.withLock { $0 = uploads }
     }
 
     /// Whether the app is past the hand-off phase and not yet back to `.active`.

@@ -1,7 +1,7 @@
 import CourierCore
 
 /// The rules of one continued-processing task (iOS 26's `BGContinuedProcessingTask`): which
-/// downloads it covers, the progress the system shows for them, when it ends, and what the
+/// downloads and uploads it covers, the progress the system shows for them, when it ends, and what the
 /// system's expiry does (pure: an event in, actions out; ``ContinuedTransfers`` carries
 /// them out).
 ///
@@ -24,6 +24,9 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
         /// Stop these downloads in the engine, keeping what they hold: hand them to the
         /// system, or pause them without a background session.
         case yield([String])
+        /// Hand the registered features' uploads to the system (their pieces' rest as
+        /// upload tasks), as at the hand-off phase.
+        case yieldUploads
         /// End the task (`setTaskCompleted(success:)`).
         case end(success: Bool)
     }
@@ -42,12 +45,21 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
 
     /// The covered downloads, by id.
     public private(set) var covered: [String: Standing]
+    /// The covered uploads, by the id of their record (`courierUpload`): what the server
+    /// confirmed, of the file's size.
+    public private(set) var uploads: [String: Standing]
     /// Whether the task has ended (nothing more is done).
     public private(set) var ended = false
 
-    /// A plan for `ids`, each with what its record holds now.
-    public init(_ downloads: [(id: String, received: Int64, total: Int64?)]) {
+    /// A plan for `downloads` and `uploads`, each with what its record holds now.
+    public init(_ downloads: [(id: String, received: Int64, total: Int64?)], uploads: [(id: String, confirmed: Int64, size: Int64)] = []) {
         covered = Dictionary(downloads.map { ($0.id, .running(received: $0.received, total: $0.total)) }, uniquingKeysWith: { a, _ in a })
+        self.uploads = Dictionary(uploads.map { ($0.id, .running(received: $0.confirmed, total: $0.size)) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Upload ids still going in the app's process.
+    public var runningUploads: Set<String> {
+        Set(uploads.compactMap { id, standing in if case .running = standing { return id } else { return nil } })
     }
 
     /// Ids still running in the engine.
@@ -57,7 +69,7 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
 
     /// The bytes to show: arrived, and the whole (known sizes, else what arrived).
     public var progress: (completed: Int64, total: Int64) {
-        covered.values.reduce((Int64(0), Int64(0))) { sum, standing in
+        (Array(covered.values) + Array(uploads.values)).reduce((Int64(0), Int64(0))) { sum, standing in
             switch standing {
             case let .running(received, total), let .handedOff(received, total):
                 return (sum.0 + received, sum.1 + max(total ?? 0, received + 1))
@@ -91,12 +103,28 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
         return endIfDone()
     }
 
-    /// The system's expiry: the running downloads yield, and the task ends as a failure.
+    /// Upload `id`'s server confirmed `confirmed` bytes.
+    public mutating func uploadProgressed(_ id: String, confirmed: Int64) -> [Action] {
+        guard !ended, case let .running(received, size) = uploads[id], confirmed != received else { return [] }
+        uploads[id] = .running(received: confirmed, total: size)
+        return report()
+    }
+
+    /// Upload `id`'s record is gone: the server holds the whole file (`completed`), or the
+    /// upload was given up.
+    public mutating func uploadEnded(_ id: String, completed: Bool) -> [Action] {
+        guard !ended, case let .running(_, size) = uploads[id] else { return [] }
+        uploads[id] = completed ? .completed(bytes: size ?? 0) : .failed
+        return report() + endIfDone()
+    }
+
+    /// The system's expiry: the running downloads and uploads yield, and the task ends as a
+    /// failure.
     public mutating func expired() -> [Action] {
         guard !ended else { return [] }
         ended = true
         let left = running.sorted()
-        return (left.isEmpty ? [] : [.yield(left)]) + [.end(success: false)]
+        return (left.isEmpty ? [] : [.yield(left)]) + (runningUploads.isEmpty ? [] : [.yieldUploads]) + [.end(success: false)]
     }
 
     private func report() -> [Action] {
@@ -105,8 +133,8 @@ public struct ContinuedProcessingPlan: Sendable, Equatable {
     }
 
     private mutating func endIfDone() -> [Action] {
-        guard !ended, running.isEmpty else { return [] }
+        guard !ended, running.isEmpty, runningUploads.isEmpty else { return [] }
         ended = true
-        return [.end(success: !covered.values.contains(.failed))]
+        return [.end(success: !covered.values.contains(.failed) && !uploads.values.contains(.failed))]
     }
 }

@@ -22,11 +22,11 @@ public protocol ContinuedProcessingTask: AnyObject, Sendable {
     func onExpiry(_ handler: @escaping @Sendable () -> Void)
 }
 
-/// Keeps downloads the person started going after the app leaves the foreground, with the
-/// system's own progress and cancel button (iOS 26's continued processing), where a
-/// background session cannot carry them as they are (segmented downloads over several
-/// connections, or a download the person watches). Make it once, with the app's
-/// ``AppLifecycle``; call ``begin(_:title:subtitle:)`` from the person's action.
+/// Keeps downloads and uploads the person started going after the app leaves the
+/// foreground, with the system's own progress and cancel button (iOS 26's continued
+/// processing), where a background session cannot carry them as they are (segmented
+/// downloads over several connections, S3 parts and tus or draft appends sent from the app). Make it once, with the app's
+/// ``AppLifecycle``; call ``begin(_:uploads:title:subtitle:)`` from the person's action.
 ///
 /// While its task runs, the downloads it covers stay in the app's process at the hand-off
 /// phase (the others go to the background session as before); the task ends when they
@@ -49,6 +49,7 @@ public final class ContinuedTransfers: Sendable {
         var runs: [String: Run] = [:]
         var endedEarly: [String: Bool] = [:]
         var covered: Set<String> { runs.values.reduce(into: Set<String>()) { $0.formUnion($1.plan.running) } }
+        var coversUploads: Bool { runs.values.contains { !$0.plan.runningUploads.isEmpty } }
     }
 
     /// One submitted task: its plan, the task once started, and the watch on the events.
@@ -56,6 +57,7 @@ public final class ContinuedTransfers: Sendable {
         var plan: ContinuedProcessingPlan
         var task: (any ContinuedProcessingTask)?
         var watch: Task<Void, Never>?
+        var uploadWatch: Task<Void, Never>?
     }
 
     /// Makes the coordinator and tells `lifecycle` to leave covered downloads in the process.
@@ -65,19 +67,22 @@ public final class ContinuedTransfers: Sendable {
         self.system = system
         self.identifierPrefix = identifierPrefix
         self.logger = logger
-        lifecycle.keepInProcess { [state] in state.withLock { $0.covered } }
+        lifecycle.keepInProcess(downloads: { [state] in state.withLock { $0.covered } }, uploads: { [state] in state.withLock { $0.coversUploads } })
     }
 
     /// The downloads a running (or submitted) task covers now.
     public var coveredIDs: Set<String> { state.withLock { $0.covered } }
 
-    /// Asks the system to keep `ids` going past the foreground, showing `title` and
-    /// `subtitle`. Call it from the person's action (a tap), in the foreground. Returns the
-    /// task's identifier, or `nil` when nothing is left to cover (only queued and running
-    /// downloads are) or the system refused (the downloads then go to the background session
-    /// at the hand-off phase, as before).
+    /// Asks the system to keep downloads `ids` and uploads `uploads` (the ids of their
+    /// records, `attachment:<id>` for an attachment queue's) going past the foreground,
+    /// showing `title` and `subtitle`. Call it from the person's action (a tap), in the
+    /// foreground. Returns the task's identifier, or `nil` when nothing is left to cover
+    /// (only queued and running downloads, and uploads with a record, are) or the system
+    /// refused (everything then goes to the background session at the hand-off phase, as
+    /// before). While a task covers an upload, the registered features' uploads all stay in
+    /// the process at the hand-off phase.
     @discardableResult
-    public func begin(_ ids: [String], title: String, subtitle: String) async -> String? {
+    public func begin(_ ids: [String], uploads: [String] = [], title: String, subtitle: String) async -> String? {
         let downloader = lifecycle.downloader
         let events = downloader.events()   // before the records are read: nothing between is missed
         var downloads: [(id: String, received: Int64, total: Int64?)] = []
@@ -85,14 +90,23 @@ public final class ContinuedTransfers: Sendable {
             guard let record = try? await downloader.record(id: id), [.queued, .downloading].contains(record.state) else { continue }   // unknown, or not running: not covered
             downloads.append((id, record.bytesReceived, record.totalBytes ?? record.expectedBytes))
         }
-        guard !downloads.isEmpty else { return nil }
+        var held: [(id: String, confirmed: Int64, size: Int64)] = []
+        for id in uploads {
+            guard let record = try? await downloader.database.upload(id: id)?.record else { continue }   // unknown or done: not covered
+            held.append((id, record.confirmedBytes, record.sourceSize))
+        }
+        guard !downloads.isEmpty || !held.isEmpty else { return nil }
         let identifier = "\(identifierPrefix).\(UUID().uuidString.lowercased())"
         let watch = Task { [weak self] in
             for await event in events {
                 guard let self, await self.apply(event, to: identifier) else { return }
             }
         }
-        state.withLock { $0.runs[identifier] = Run(plan: ContinuedProcessingPlan(downloads), watch: watch) }
+        state.withLock { $0.runs[identifier] = Run(plan: ContinuedProcessingPlan(downloads, uploads: held), watch: watch) }
+        if !held.isEmpty {   // once the run is there to watch
+            let uploadWatch = Task<Void, Never> { [weak self] in await self?.watchUploads(identifier) }
+            state.withLock { $0.runs[identifier]?.uploadWatch = uploadWatch }
+        }
         do {
             try system.submit(identifier: identifier, title: title, subtitle: subtitle) { [weak self] task in
                 guard let self else { return task.end(success: false) }
@@ -141,8 +155,10 @@ public final class ContinuedTransfers: Sendable {
     private func drop(_ identifier: String) async {
         guard let run = state.withLock({ $0.runs.removeValue(forKey: identifier) }) else { return }
         run.watch?.cancel()
-        if lifecycle.isAway, let background = lifecycle.background, !run.plan.running.isEmpty {
-            await background.handOffAll(among: run.plan.running)
+        run.uploadWatch?.cancel()
+        if lifecycle.isAway, let background = lifecycle.background {
+            if !run.plan.running.isEmpty { await background.handOffAll(among: run.plan.running) }
+            if !run.plan.runningUploads.isEmpty { await background.handOffUploads() }
         }
     }
 
@@ -162,28 +178,52 @@ public final class ContinuedTransfers: Sendable {
     /// the step itself (in order); an end leaves the state in the same step, with its task or
     /// as an outcome for a task still to start.
     private func perform(_ identifier: String, _ step: (inout ContinuedProcessingPlan) -> [ContinuedProcessingPlan.Action]) async {
-        let (yielding, ending, task, watch) = state.withLock { state -> ([String], Bool?, (any ContinuedProcessingTask)?, Task<Void, Never>?) in
-            guard var run = state.runs[identifier] else { return ([], nil, nil, nil) }
-            var yielding: [String] = [], ending: Bool?
+        let (yielding, uploadsToo, ending, task, watches) = state.withLock { state
+            -> ([String], Bool, Bool?, (any ContinuedProcessingTask)?, [Task<Void, Never>?]) in
+            guard var run = state.runs[identifier] else { return ([], false, nil, nil, []) }
+            var yielding: [String] = [], uploadsToo = false, ending: Bool?
             for action in step(&run.plan) {
                 switch action {
                 case let .report(completed, total): run.task?.report(completed: completed, total: total)
                 case let .yield(ids): yielding += ids
+                case .yieldUploads: uploadsToo = true
                 case let .end(success): ending = success
                 }
             }
             guard let ending else {
                 state.runs[identifier] = run
-                return (yielding, nil, nil, nil)
+                return (yielding, uploadsToo, nil, nil, [])
             }
             state.runs[identifier] = nil
             if run.task == nil { state.endedEarly[identifier] = ending }
-            return (yielding, ending, run.task, run.watch)
+            return (yielding, uploadsToo, ending, run.task, [run.watch, run.uploadWatch])
         }
         if !yielding.isEmpty { await yield(yielding) }
+        if uploadsToo { await lifecycle.background?.handOffUploads() }
         if let ending {
-            watch?.cancel()
+            watches.forEach { $0?.cancel() }
             task?.end(success: ending)
+        }
+    }
+
+    /// The covered uploads' records, read once a second on the engine's clock: what the
+    /// server confirmed, and the end when a record is gone (the server holds the file).
+    private func watchUploads(_ identifier: String) async {
+        let downloader = lifecycle.downloader
+        let clock = downloader.configuration.clock
+        while let ids = state.withLock({ $0.runs[identifier]?.plan.runningUploads }), !ids.isEmpty {
+            do { try await clock.sleep(until: clock.now + .seconds(1), for: .progressTick) } catch { return }   // cancelled: the task ended
+            for id in ids.sorted() {
+                do {
+                    if let record = try await downloader.database.upload(id: id)?.record {
+                        await perform(identifier) { $0.uploadProgressed(id, confirmed: record.confirmedBytes) }
+                    } else {
+                        await perform(identifier) { $0.uploadEnded(id, completed: true) }
+                    }
+                } catch {
+                    logger.info("reading upload \(id) for continued processing: \(error)")
+                }
+            }
         }
     }
 

@@ -41,4 +41,18 @@ import Testing
         var plan = Plan([])
         #expect(plan.started() == [.report(completed: 0, total: 0), .end(success: true)])
     }
+
+    @Test func uploadsCountWithTheDownloadsAndEndWhenTheirRecordsGo() {
+        var plan = Plan([("a", 0, 100)], uploads: [("attachment:v", 10, 50)])
+        #expect(plan.started() == [.report(completed: 10, total: 150)])
+        #expect(plan.uploadProgressed("attachment:v", confirmed: 10) == [], "nothing new")
+        #expect(plan.uploadProgressed("attachment:v", confirmed: 40) == [.report(completed: 40, total: 150)])
+        #expect(plan.ended("a", completed: 100) == [.report(completed: 140, total: 150)], "the upload still runs")
+        #expect(plan.uploadEnded("attachment:v", completed: true) == [.report(completed: 150, total: 150), .end(success: true)])
+    }
+
+    @Test func theExpiryYieldsTheUploadsToo() {
+        var plan = Plan([], uploads: [("attachment:v", 0, 50)])
+        #expect(plan.expired() == [.yieldUploads, .end(success: false)])
+    }
 }

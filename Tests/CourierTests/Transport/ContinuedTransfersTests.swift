@@ -117,4 +117,50 @@ import Testing
             await d.shutdown()
         }
     }
+
+    /// Counts the hand-offs of a feature's uploads (an attachment queue stands behind it in an app).
+    final class CountingUploads: BackgroundUploading, @unchecked Sendable {   // `handOffs` under its lock
+        let lock = NSLock()
+        var handOffs = 0
+        func handOffUploads(to folder: URL) async -> [UploadTaskRequest] { lock.withLock { handOffs += 1 }; return [] }
+        func uploadHandOffEnded(uploadId: String) async {}
+        func uploadHandOffProgress(uploadId: String, inFlight: Int64) async {}
+        var count: Int { lock.withLock { handOffs } }
+    }
+
+    /// An upload the task covers stays in the process at the hand-off phase; the task shows
+    /// what the server confirmed, as its record says, and ends when the record goes (the
+    /// server holds the file). An expiry hands the uploads to the system.
+    @Test func aCoveredUploadStaysInTheProcessAndEndsTheTaskWhenItsRecordGoes() async throws {
+        try await withFixture { fx in
+            let d = try fx.downloader()
+            let uploads = CountingUploads()
+            let lifecycle = AppLifecycle(downloader: d, backgroundSessionIdentifier: "courier.tests.continued", uploads: [uploads])
+            let system = ScriptedSystem()
+            let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
+            for id in ["attachment:clip", "attachment:other"] {
+                try await d.database.beginUpload(UploadRecord(id: id, sourcePath: "/videos/\(id).mov", sourceSize: 1000, sourceModified: 1, kind: .tus,
+                                                              target: "https://up.example/files", partSize: 100))
+            }
+            #expect(await continued.begin([], uploads: ["attachment:clip", "attachment:gone"], title: "Sending the clip", subtitle: "") != nil)
+            let task = try #require(system.task)
+            await lifecycle.sceneDidChange(to: .inactive)
+            #expect(uploads.count == 0, "the uploads stay in the process while the task carries one")
+            try await d.database.noteUploadPart(UploadPart(uploadId: "attachment:clip", number: 1, offset: 0, size: 400, etag: nil, md5: "", sha256: ""),
+                                                confirmedBytes: 400)
+            #expect(try await eventually { task.lock.withLock { task.reports.contains { $0 == (400, 1000) } } })
+            _ = try await d.database.deleteUpload(id: "attachment:clip")
+            #expect(try await eventually { task.ended != nil })
+            #expect(task.ended == true && task.lock.withLock { task.reports.last.map { $0 == (1000, 1000) } } == true)
+
+            await lifecycle.sceneDidChange(to: .active)
+            #expect(await continued.begin([], uploads: ["attachment:other"], title: "Sending", subtitle: "") != nil)
+            let second = try #require(system.lock.withLock { system.tasks.last })
+            second.expire()
+            #expect(try await eventually { second.ended != nil })
+            #expect(second.ended == false && uploads.count == 1, "the expiry handed the uploads to the system")
+            lifecycle.background?.invalidate()
+            await d.shutdown()
+        }
+    }
 }
