@@ -114,6 +114,20 @@ import Glibc
         #expect(ContinuousClock.now - started < .seconds(30))   // the bound, not a benchmark: ~3 s here
     }
 
+    /// The interleaving CI once hit (a loaded run, 619e27a): the refused connection's first
+    /// retry was said before the command's watcher subscribed, and "retry 1 of 2" was never
+    /// printed. Here the watcher starts 2.5 s late every time (a test hook): every retry is
+    /// still shown, because the command subscribes before it enqueues.
+    @Test func aWatcherThatStartsLateStillShowsEveryRetry() async throws {
+        let w = try await World()
+        defer { Task { await w.close() } }
+        let port = try Self.closedPort()
+        let r = try await CLITests.run(["get", "http://127.0.0.1:\(port)/x.bin", "-o", w.out.appendingPathComponent("x.bin").path, "--db", w.db],
+                                       environment: ["COURIER_TEST_WATCH_DELAY_MS": "2500"])
+        #expect(r.status == 3, "\(r.stderr)")
+        #expect(r.stderr.contains("retry 1 of 2") && r.stderr.contains("retry 2 of 2"), "\(r.stderr)")
+    }
+
     @Test func ctrlCDuringTheFirstAttemptPauses() async throws {
         let w = try await World()
         defer { Task { await w.close() } }

@@ -70,8 +70,9 @@ struct Resume: AsyncParsableCommand {
                     throw CourierError(.urlNeeded, "the URL of \(id) carried a secret, which Courier never stores. "
                         + "Run the original `courier get` command again, or `courier resume \(id) --url URL`.")
                 }
+                let events = Foreground.subscribe(id, downloader)   // before the resume starts it: no event missed
                 try await downloader.resume(id: id, url: url)
-                let code = await Foreground(downloader: downloader, quiet: quiet).watch([id])
+                let code = await Foreground(downloader: downloader, quiet: quiet).watch([id], streams: [id: events])
                 if code != ExitCodes.success { throw ExitCode(code) }
                 return
             }

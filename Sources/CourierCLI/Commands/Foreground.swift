@@ -15,8 +15,15 @@ struct Foreground {
     /// `labels` names each download for people (its file name by default); `note` may add a
     /// word to a completion line ("already up to date").
     /// `kept`: the bytes each download resumes from, as the command saw them before it started.
-    func watch(_ ids: [String], labels: [String: String] = [:], kept: [String: Int64] = [:],
+    ///
+    /// `streams`: each download's events, subscribed to before it was enqueued or resumed
+    /// (``subscribe(_:)``). One subscribed to only here can miss what came first: a refused
+    /// connection's first retry, said within milliseconds of the enqueue, was lost under load.
+    func watch(_ ids: [String], streams: [String: AsyncStream<DownloadEvent>] = [:], labels: [String: String] = [:], kept: [String: Int64] = [:],
                note: @escaping @Sendable (DownloadRecord) -> String? = { _ in nil }) async -> Int32 {
+        if let delay = ProcessInfo.processInfo.environment["COURIER_TEST_WATCH_DELAY_MS"].flatMap(Int.init) {   // tests: a watcher that starts late
+            try? await Task.sleep(for: .milliseconds(delay))   // a test hook: an interrupted wait only starts the watch sooner
+        }
         Interrupts.shared.install()
         let downloader = self.downloader
         Interrupts.shared.onInterrupt { Task { for id in ids { try? await downloader.pause(id: id) } } }   // a download that ended meanwhile needs no pause; its final event says so
@@ -24,7 +31,8 @@ struct Foreground {
         var worst = ExitCodes.success
         await withTaskGroup(of: Int32.self) { group in
             for id in ids {
-                group.addTask { await watchOne(id, label: labels[id], kept: kept[id] ?? 0, note: note) }
+                let events = streams[id] ?? downloader.events(for: id)
+                group.addTask { await watchOne(id, events: events, label: labels[id], kept: kept[id] ?? 0, note: note) }
             }
             for await code in group where code != ExitCodes.success {
                 if worst == ExitCodes.success || code == ExitCodes.interrupted { worst = code }
@@ -41,14 +49,20 @@ struct Foreground {
         return worst
     }
 
-    private func watchOne(_ id: String, label given: String?, kept: Int64, note: @Sendable (DownloadRecord) -> String?) async -> Int32 {
+    /// Subscribes to `id`'s live events: call it before the download is enqueued or resumed
+    /// (a stored end of an earlier run is not replayed; for a download that is already at its
+    /// end, pass no stream and ``watch(_:streams:labels:kept:note:)`` reads the stored one).
+    static func subscribe(_ id: String, _ downloader: Downloader) -> AsyncStream<DownloadEvent> { downloader.liveEvents(for: id) }
+
+    private func watchOne(_ id: String, events: AsyncStream<DownloadEvent>, label given: String?, kept: Int64,
+                          note: @Sendable (DownloadRecord) -> String?) async -> Int32 {
         var label = given ?? id
         if given == nil, let record = try? await downloader.record(id: id) { label = Self.label(for: record) }   // a label only: the id serves when the record cannot be read
         var renderer = ProgressRenderer(label: label)
         var lastProgress: DownloadProgress?
         var held = kept   // the most bytes seen: the kept ones first
         var running = false   // before the run starts, progress is the stored one
-        for await event in downloader.events(for: id) {
+        for await event in events {
             switch event {
             case let .progress(p):
                 lastProgress = p

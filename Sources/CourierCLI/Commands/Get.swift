@@ -128,6 +128,7 @@ struct Get: AsyncParsableCommand {
             try await engine.registerChaosAppRows(on: downloader)
             let recovered = try await HandOffs.recover(downloader, store: store)   // a hand-off a killed process left ends first
             var ids: [String] = [], labels: [String: String] = [:], before: [String: Get.FileIdentity] = [:], kept: [String: Int64] = [:]
+            var streams: [String: AsyncStream<DownloadEvent>] = [:]
             for (url, path) in targets {
                 let relative = String(path.dropFirst())   // the CLI's root is "/"
                 let id = try self.id.map(SafePath.validateIdentifier) ?? Self.defaultID(for: path)
@@ -137,8 +138,10 @@ struct Get: AsyncParsableCommand {
                 // The partial's real length, read before the engine can touch it: what resumes
                 // (the record may lag it by a second).
                 let onDisk = PartialFile.length(at: URL(fileURLWithPath: PartialFile.partialPath(of: path)))
+                streams[id] = Foreground.subscribe(id, downloader)   // before the enqueue starts it: no event missed
                 let record = try await downloader.enqueue(DownloadRequest(id: id, url: url, destination: relative, sha256: sha256,
                                                                           connections: connections, revalidate: !recovered.contains(id)))
+                if record.state.isTerminal { streams[id] = nil }   // no run: its stored end is what the watch reads
                 let name = URL(fileURLWithPath: path).lastPathComponent
                 let resumed = record.state == .completed ? 0 : max(record.bytesReceived, onDisk)
                 if !quiet, !json, resumed > 0 { Terminal.error("Resuming \(name) from \(Format.bytes(resumed)).") }
@@ -151,7 +154,7 @@ struct Get: AsyncParsableCommand {
             if let transfers, let handOffAt {
                 _ = HandOffs.handOff(ids, after: handOffAt.bytes, holdsArrival: chaosHoldArrival, transfers)
             }
-            let code = await Foreground(downloader: downloader, quiet: quiet || json, json: json).watch(ids, labels: labels, kept: kept) { done in
+            let code = await Foreground(downloader: downloader, quiet: quiet || json, json: json).watch(ids, streams: streams, labels: labels, kept: kept) { done in
                 // A 304 leaves the very file that was there (same inode); a new version was renamed over it.
                 unchanged[done.id].map { $0 == FileIdentity(path: "/" + done.localFinalPath) } == true ? "already up to date" : nil
             }

@@ -58,6 +58,17 @@ extension Downloader {
         return stream
     }
 
+    /// The live events of one download, none replayed from the store: for a watcher that
+    /// subscribes before it enqueues or resumes the download (the CLI), so nothing said first
+    /// is missed and no end of an earlier run is taken for this one's. It finishes after a
+    /// final event, or at ``shutdown()``.
+    package nonisolated func liveEvents(for id: String) -> AsyncStream<DownloadEvent> {
+        let hub = context.hub
+        let (key, stream, _) = hub.subscribe(id: id)
+        hub.seed(key, with: [])
+        return stream
+    }
+
     /// The events of every download, live, until ``shutdown()`` (one asked for after it ends
     /// at once, after what is stored when `replayingStored`). The stream buffers without
     /// bound (no final event is ever dropped), so keep consuming it.
