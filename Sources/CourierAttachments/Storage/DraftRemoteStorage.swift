@@ -32,14 +32,8 @@ public final class DraftRemoteStorage: ResumableRemoteStorage, ResumableUploadSt
     /// Reads `ietf+http://host/uploads?files=http://host/files` (or `ietf+https://…`): where
     /// uploads are created, and in `files=` where finished files are served.
     public convenience init(url: String, headers: [(name: String, value: String)] = [], transport: (any HTTPTransport)? = nil) throws {
-        guard var c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "ietf+http" || scheme == "ietf+https",
-              let files = c.queryItems?.first(where: { $0.name == "files" })?.value else {
-            throw CourierError(.invalidURL, "a resumable upload remote is ietf+http(s)://host/uploads?files=http(s)://host/where-files-are-served")
-        }
-        c.scheme = String(scheme.dropFirst("ietf+".count))
-        c.queryItems = c.queryItems?.filter { $0.name != "files" }
-        if c.queryItems?.isEmpty == true { c.queryItems = nil }
-        guard let uploads = c.url else { throw CourierError(.invalidURL, "not an uploads URL: \(url.prefix(200))") }
+        let (uploads, files) = try UploadRemoteURL.split(url, kind: "ietf",
+                                                         form: "a resumable upload remote is ietf+http(s)://host/uploads?files=http(s)://host/where-files-are-served")
         try self.init(uploadsURL: uploads, filesURL: files, headers: headers, transport: transport)
     }
 

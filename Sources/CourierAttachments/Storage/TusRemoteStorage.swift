@@ -23,14 +23,8 @@ public final class TusRemoteStorage: ResumableRemoteStorage, ResumableUploadStor
     /// Reads `tus+http://host/files?files=http://host/data` (or `tus+https://…`): the tus
     /// endpoint, and in `files=` where finished files are served.
     public convenience init(url: String, headers: [(name: String, value: String)] = [], transport: (any HTTPTransport)? = nil) throws {
-        guard var c = URLComponents(string: url), let scheme = c.scheme?.lowercased(), scheme == "tus+http" || scheme == "tus+https",
-              let files = c.queryItems?.first(where: { $0.name == "files" })?.value else {
-            throw CourierError(.invalidURL, "a tus remote is tus+http(s)://host/tus-endpoint?files=http(s)://host/where-files-are-served")
-        }
-        c.scheme = String(scheme.dropFirst("tus+".count))
-        c.queryItems = c.queryItems?.filter { $0.name != "files" }
-        if c.queryItems?.isEmpty == true { c.queryItems = nil }
-        guard let endpoint = c.url else { throw CourierError(.invalidURL, "not a tus endpoint: \(url.prefix(200))") }
+        let (endpoint, files) = try UploadRemoteURL.split(url, kind: "tus",
+                                                          form: "a tus remote is tus+http(s)://host/tus-endpoint?files=http(s)://host/where-files-are-served")
         try self.init(endpoint: endpoint, filesURL: files, headers: headers, transport: transport)
     }
 

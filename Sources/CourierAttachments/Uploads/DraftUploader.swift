@@ -71,18 +71,15 @@ public final class DraftUploader: Sendable {
 
     /// ``upload(_:journal:)``, with a server that does not speak the draft told apart.
     package func uploadOrSayNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
-        do { return try await uploadTellingNotSpoken(file, journal: journal) } catch let notSpoken as NotSpoken {
+        do {
+            return try await UploadRestart.atMostOnce(file, journal: journal, server: "the server", logger: logger, cancel: cancel) { source in
+                try await run(source, journal: journal)
+            }
+        } catch let notSpoken as NotSpoken {
             try await journal.database.deleteUpload(id: journal.id)   // the record of an upload that never existed
             throw notSpoken
         }
     }
-
-    private func uploadTellingNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
-        try await UploadRestart.atMostOnce(file, journal: journal, server: "the server", logger: logger, cancel: cancel) { source in
-            try await run(source, journal: journal)
-        }
-    }
-
 
     private func run(_ source: UploadSource, journal: UploadJournal) async throws -> URL {
         let db = journal.database
