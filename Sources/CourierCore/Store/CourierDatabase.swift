@@ -14,9 +14,29 @@ public struct CourierDatabase: Sendable {
     public init(writer: any DatabaseWriter) throws {
         self.writer = writer
         do {
-            try Self.migrator.migrate(writer)
+            try Self.migrate(writer)
         } catch {
             throw CourierError(.database, "cannot prepare Courier's tables", underlying: error)
+        }
+    }
+
+    /// Runs Courier's migrations, also when another process (an app's extension, a second
+    /// `courier`) migrates the same new file at once. GRDB reads what is applied once and then
+    /// runs each migration in a transaction of its own, so the second process meets tables
+    /// the first has just made: a failure after which more migrations are applied than
+    /// before is the other process's progress, and the rest is run again (at most once per
+    /// migration); any other failure is this one's.
+    static func migrate(_ writer: any DatabaseWriter) throws {
+        let migrator = Self.migrator
+        var applied = try writer.writeWithoutTransaction { try migrator.appliedIdentifiers($0) }   // on the writer: a reader kept the schema it read first
+        while true {
+            do {
+                return try migrator.migrate(writer)
+            } catch {
+                let now = try writer.writeWithoutTransaction { try migrator.appliedIdentifiers($0) }
+                guard now.count > applied.count else { throw error }
+                applied = now
+            }
         }
     }
 
