@@ -96,11 +96,14 @@ struct DownloadRun: Sendable {
     }
 
     func loop() async throws -> RunOutcome {
-        // The claim: queued (or interrupted, paused, failed) to downloading, with this
-        // downloader's lease, in one transaction; refused while another lease is in force.
+        // The claim: queued (or interrupted) to downloading, with this downloader's lease, in
+        // one transaction; refused while another lease is in force. Never a paused or failed
+        // record: every start here requeued it first, so one of those was paused or failed by
+        // another process while it waited in this one's queue, and running it would overrule
+        // that (the simulator: a download another process had failed, asked for again).
         let owner = context.owner
         let expiry = context.leaseExpiry()
-        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: owner, {
+        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, {
             $0.claim(by: owner, until: expiry)
         }) else {
             if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }

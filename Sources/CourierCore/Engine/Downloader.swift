@@ -161,7 +161,15 @@ public actor Downloader {
             await current.supervisor.value
         }
         if let ending = endingRuns[id] { await ending.value }   // its end is being written: after it
-        let record = try await storedRecord(id)
+        var record = try await storedRecord(id)
+        // A run here over a download another process paused (a run that has not seen the pause
+        // yet): stopped now and resumed once it has ended, not dropped as "already running"
+        // (the simulator: the resume said done and the download stayed paused).
+        if running[id] != nil, record.state == .paused {
+            await stopRunning(id, .pause)
+            if let ending = endingRuns[id] { await ending.value }
+            record = try await storedRecord(id)
+        }
         if let url {
             _ = try URLPolicy.validate(url)
             guard Redactor.redact(url: url) == record.remoteUrl else {
@@ -260,6 +268,7 @@ public actor Downloader {
     /// Stops download `id` if it runs here, with `intent`, and returns once its end is
     /// recorded and announced; false when it does not run here. Either way it is no longer
     /// waiting its turn.
+    @discardableResult
     func stopRunning(_ id: String, _ intent: Intent) async -> Bool {
         adopted[id] = nil
         guard let task = running[id] else { return false }
@@ -283,29 +292,6 @@ public actor Downloader {
 
     /// Ids running right now.
     public var runningIDs: Set<String> { Set(running.keys) }
-
-    /// Whether nothing runs, nothing waits, and the database's queue holds nothing this
-    /// downloader can take (records another process claimed are not its to wait for).
-    public var isIdle: Bool { running.isEmpty && endingRuns.isEmpty && adopted.isEmpty && !drainsQueue && !refilling }
-
-    /// Returns once the downloader is idle (see ``isIdle``), or shut down. For a caller
-    /// that queued work it cannot name (``resumeAllPending(includePaused:includeFailed:)``):
-    /// records another process claims before their turn here never run here, so no event
-    /// speaks of them; every download that does run here ends with its final event first.
-    public func waitUntilIdle() async {
-        if isIdle || isShutDown { return }
-        await withCheckedContinuation { idleWaiters.append($0) }
-    }
-
-    func wakeIdleWaiters() {
-        guard isIdle || isShutDown, !idleWaiters.isEmpty else { return }
-        let waiters = idleWaiters
-        idleWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
-
-    /// Downloads held in memory to run (running or next in line): a page of the queue.
-    var adoptedCount: Int { adopted.count }
 
     /// Stops every running download, leaving each resumable (queued, with its partial), and
     /// releases the HTTP client. The downloader cannot be used afterwards.

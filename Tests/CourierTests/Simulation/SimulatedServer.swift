@@ -6,7 +6,7 @@ import HTTPTypes
 /// The simulator's server (issue 46): files with versions, answering GETs as an HTTP/1.1
 /// origin does (ranges, `If-Range`, strong ETags), with a fault drawn from the seed for each
 /// request: a connection cut mid-body, a 503 with `Retry-After`, a stall, a slow head, a
-/// `200` to a range, a new version of the file. Its delays are waits on the engine's clock,
+/// `200` to a range, a new version of the file; or, for a hostile file, the same fault forever. Its delays are waits on the engine's clock,
 /// so they cost no real time.
 final class SimulatedServer: @unchecked Sendable { // state under `lock`
     enum Fault: String, CaseIterable, Sendable {
@@ -15,6 +15,10 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
 
     struct File {
         var versions: [Data]
+        /// A server whose fault repeats forever for this file: every reply ignores `Range`
+        /// (a `200` with the whole length) and is cut at half the body (issue 45's endless
+        /// retry loop: any byte received started the retry count afresh).
+        var hostile = false
         var current: Int { versions.count - 1 }
         func etag(_ version: Int) -> String { "\"v\(version)\"" }
     }
@@ -51,16 +55,17 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
 
     private func locked<T>(_ body: () -> T) -> T { lock.lock(); defer { lock.unlock() }; return body() }
 
-    /// Serves `size` bytes drawn from the seed at `path`; returns them.
+    /// Serves `size` bytes drawn from the seed at `path` (with the same fault forever when
+    /// `hostile`); returns them.
     @discardableResult
-    func serve(_ path: String, size: Int) -> Data {
+    func serve(_ path: String, size: Int, hostile: Bool = false) -> Data {
         locked {
             // Every 8-byte word different (a splice at a wrong offset shows), cheap to make.
             let base = rng.next()
             var words = [UInt64](repeating: 0, count: (size + 7) / 8)
             for i in words.indices { words[i] = base &+ UInt64(i) &* 0x9E37_79B9_7F4A_7C15 }
             let bytes = words.withUnsafeBytes { Data($0.prefix(size)) }
-            files[path] = File(versions: [bytes])
+            files[path] = File(versions: [bytes], hostile: hostile)
             return bytes
         }
     }
@@ -109,6 +114,7 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
                 log.append(Logged(path: path, range: range, status: 404, fault: .none, at: clock.now - origin))
                 return Reply(status: 404, headers: [("Content-Length", "0")], body: Data())
             }
+            if file.hostile { fault = .ignoresRange }
             if fault == .newVersion {
                 // The file changes on the server: same size, other bytes (a new ETag).
                 var next = file.versions[file.current]
@@ -137,6 +143,7 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
             if status == 206 { headers.append(("Content-Range", "bytes \(start)-\(end)/\(whole.count)")) }
             var reply = Reply(status: status, headers: headers, body: body)
             switch fault {
+            case .ignoresRange where file.hostile && body.count > 1: reply.cutAfter = body.count / 2
             case .cut where body.count > 1: reply.cutAfter = Int(rng.next() % UInt64(body.count))
             case .stall where body.count > 1: reply.stallAfter = Int(rng.next() % UInt64(body.count))
             case .slowHead: reply.headDelay = .seconds(Int64(1 + rng.next() % 10))

@@ -2,7 +2,7 @@ import CourierTestSupport
 import Foundation
 import GRDB
 import Logging
-@testable import CourierCore
+@_spi(Testing) @testable import CourierCore
 
 /// One seed's world (issue 46): the real `Downloader` (its scheduler, runs, lifecycle, idle
 /// watchdog, ticker, lease heartbeat, completion and stops) over the ``SimulatedServer``, on
@@ -50,6 +50,9 @@ struct SimulationScenario {
     /// checks it. Call it through ``SimulationExecutor/simulateHere(seed:clock:maxSteps:maxTime:_:)``.
     func run(clock: ManualEngineClock) async -> Outcome {
         var rng = SplitMix(seed: seed)
+        // What the world added later draws from a stream of its own: the draws above stay
+        // what they were, so the corpus's older seeds keep their worlds.
+        var later = SplitMix(seed: seed ^ 0x5EED_0F_1A7E_0001)
         let trace = Trace(clock: clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
                                      partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace)
@@ -65,6 +68,13 @@ struct SimulationScenario {
             configuration.freeSpaceReserve = 0
             configuration.minSegmentSize = 256 << 10
             configuration.maxConcurrentDownloads = 1 + Int(rng.next() % 3)
+            // A slow disk in one world of four: the rename of a finished file and the record's
+            // update to completed lie 5 to 60 s apart (past the 30 s idle window at times).
+            if later.next() % 4 == 0 {
+                let slow = Duration.seconds(Int64(5 + later.next() % 56))
+                configuration.pauseAfterRename = slow
+                trace.add("disk: \(slow) between a rename and its record")
+            }
             // Events are journaled as they are published (a subscriber hears of them a step
             // later, after the app may have acted again).
             configuration.eventTap = { event in Self.note(event, in: trace) }
@@ -81,7 +91,10 @@ struct SimulationScenario {
             for i in 0..<count {
                 let size = [0, 5_000, 200_000, 700_000, 1_300_000][Int(rng.next() % 5)]
                 let path = "/f\(i).bin"
-                server.serve(path, size: size)
+                // One file in twelve on a server whose fault repeats forever.
+                let hostile = size > 0 && later.next() % 12 == 0
+                server.serve(path, size: size, hostile: hostile)
+                if hostile { trace.add("server: \(path) ignores Range and cuts at half, forever") }
                 let connections = size > 512 << 10 && rng.next() % 2 == 0 ? 2 : 1
                 let id = "d\(i)"
                 ids.append(id)
@@ -89,7 +102,9 @@ struct SimulationScenario {
                 trace.add("app: enqueue \(id) \(size) B, \(connections) connection(s)")
             }
 
-            // The app: pauses, resumes and cancels at moments drawn from the seed.
+            // The app: pauses, resumes and cancels at moments drawn from the seed. `resumed`:
+            // the ids whose last action was a start the app was told took effect.
+            var resumed: Set<String> = []
             for _ in 0..<Int(rng.next() % 5) {
                 try? await clock.sleep(for: .milliseconds(Int64(rng.next() % 3000)), .simulatedNetwork)
                 let id = ids[Int(rng.next() % UInt64(ids.count))]
@@ -108,6 +123,7 @@ struct SimulationScenario {
                     }
                 } catch let error as CourierError { result = error.code.rawValue } catch { result = "\(error)" }
                 trace.add("app: \(action) \(id): \(result)", .app(id: id, action: action, done: true, ok: result == "ok"))
+                if result == "ok", action.hasSuffix("resume") || action == "resume elsewhere" { resumed.insert(id) } else { resumed.remove(id) }
                 // A stop the app was told took effect has: the record says so at once.
                 if result == "ok", action == "pause" || action == "cancel" {
                     let state = try await downloader.record(id: id)?.state
@@ -123,6 +139,10 @@ struct SimulationScenario {
                 for id in ids {
                     let record = try await downloader.record(id: id)
                     if record?.state == .paused {
+                        // Every start the app was told took effect has: nothing paused it since.
+                        if resumed.remove(id) != nil, record?.lastErrorCode == nil {
+                            outcome.violations.append("\(id): a resume said done, and the download is paused (the resume was dropped)")
+                        }
                         trace.add("app: resume \(id) at the end", .app(id: id, action: "resume", done: false, ok: true))
                         _ = try? await downloader.resume(id: id)
                     }
@@ -154,6 +174,8 @@ struct SimulationScenario {
                     if FileManager.default.fileExists(atPath: partial.path) { outcome.violations.append("\(id): completed with a partial left") }
                 case .failed?:
                     if record?.lastErrorCode == nil { outcome.violations.append("\(id): failed without a code") }
+                    // The database and the files agree: a failed download put nothing in place.
+                    if file != nil { outcome.violations.append("\(id): failed with its file in place") }
                 case nil:
                     // Cancelled (before or after it completed): any file left is a whole version.
                     if let file, !server.versions(path).contains(file) { outcome.violations.append("\(id): cancelled, and left a file that is no version") }

@@ -61,6 +61,12 @@ import Testing
          "paused and resumed by another process while this one's run still held the partial: two writers, and a completed file of two versions (the lease is now kept until the run lets it go)"),
         (3_938_901_736, ["app: resume elsewhere d1: ok", "/f1.bin bytes=650000-1299999 503 unavailable", "app: cancel d1: ok"],
          "a range split off another was asked for after the download was cancelled elsewhere (found in CI's 10,000 seeds)"),
+        (2_320_606_341, ["server: /f0.bin ignores Range and cuts at half, forever", "end: d0 failed E_NETWORK requests 4 "],
+         "a server whose fault repeats forever (a 200 to every range, cut at half): bytes received started the retry count afresh, and the download was asked for forever (issue 45's loop; 6,716 requests in the world's two hours with the count started afresh on any byte kept)"),
+        (3_584_678_707, ["disk: 56.0 seconds between a rename and its record", "app: pause elsewhere d0: ok", "app: resume d0: ok", "end: d0 completed"],
+         "a resume here of a download another process had paused, while this process's run had not yet seen the pause: it said done, and the download stayed paused"),
+        (3_314_130_533, ["app: resume elsewhere d2: ok", "event: d2 ended failed E_NETWORK", "end: d2 failed E_NETWORK requests 4 "],
+         "a download another process failed while it waited in this one's queue was claimed here from failed and asked for again, four requests after it ended"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
