@@ -21,3 +21,18 @@ public enum PlatformTransport {
         #endif
     }
 }
+
+/// The system's own resumable upload, where the platform has one: `URLSessionResumableUploads`
+/// on iOS 17, macOS 14, tvOS 17, visionOS 1 and later (URLSession speaks the IETF draft
+/// "Resumable Uploads for HTTP" itself); `nil` before those and on other platforms, where
+/// Courier speaks the draft over its transport.
+public enum PlatformResumableUploads {
+    /// A new system upload client, or `nil` where the system has none.
+    public static func make() -> (any SystemResumableUploading)? {
+        #if canImport(Darwin) || COURIER_DARWIN_TYPECHECK
+        SystemResumableUploads.make()
+        #else
+        nil
+        #endif
+    }
+}

@@ -12,13 +12,15 @@ public final class DraftRemoteStorage: ResumableRemoteStorage, ResumableUploadSt
     public let chunkSize: Int64
     private let headers: [(name: String, value: String)]
     private let service: ServiceTransport
+    private let system: (any SystemResumableUploading)?
     private let files: HTTPRemoteStorage
 
     /// Makes an adapter; `headers` (auth) go with every request to each URL's origin and are
     /// never persisted; `transport`: the app's HTTP stack (its `Downloader`'s `transport`),
-    /// `nil` for the platform's default.
+    /// `nil` for the platform's default; `systemUploads`: the system's own resumable upload,
+    /// which carries each upload where it exists (``DraftUploader``).
     public init(uploadsURL: URL, filesURL: String, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20,
-                transport: (any HTTPTransport)? = nil) throws {
+                transport: (any HTTPTransport)? = nil, systemUploads: (any SystemResumableUploading)? = PlatformResumableUploads.make()) throws {
         guard let scheme = uploadsURL.scheme?.lowercased(), scheme == "http" || scheme == "https", uploadsURL.host != nil else {
             throw CourierError(.invalidURL, "resumable uploads go to an http(s) URL: \(uploadsURL.absoluteString.prefix(200))")
         }
@@ -26,6 +28,7 @@ public final class DraftRemoteStorage: ResumableRemoteStorage, ResumableUploadSt
         self.chunkSize = max(1, chunkSize)
         self.headers = headers
         service = ServiceTransport(transport)
+        system = systemUploads
         files = try HTTPRemoteStorage(baseURL: filesURL, headers: headers, transport: service.transport)
     }
 
@@ -46,7 +49,8 @@ public final class DraftRemoteStorage: ResumableRemoteStorage, ResumableUploadSt
     /// The client for one attachment: its creation URL is the uploads URL and its filename.
     func uploader(for attachment: Attachment) throws -> DraftUploader {
         let name = try SafePath.validateRelative(attachment.filename)
-        return try DraftUploader(target: uploadsURL.appendingPathComponent(name), headers: headers, chunkSize: chunkSize, transport: service.transport)
+        return try DraftUploader(target: uploadsURL.appendingPathComponent(name), headers: headers, chunkSize: chunkSize, transport: service.transport,
+                                 systemUploads: system)
     }
 
     /// Uploads the file; nothing is persisted, so a new call starts from zero

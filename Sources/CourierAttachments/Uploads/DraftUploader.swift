@@ -15,14 +15,20 @@ public final class DraftUploader: Sendable {
     public let chunkSize: Int64
     /// Failed requests in a row without net progress before the upload gives up (default 6).
     public let maxAttempts: Int
-    /// The interop version every request says (`Upload-Draft-Interop-Version`).
+    /// The interop version every request of Courier's own says (`Upload-Draft-Interop-Version`).
     package let version: ResumableUploadDraft.Version
+    /// The system's own resumable upload, when it has one (URLSession on Apple platforms
+    /// since iOS 17): it carries the protocol, Courier keeps the record (DraftUploader+System).
+    let system: (any SystemResumableUploading)?
     let headers: [(name: String, value: String)]
     let service: ServiceTransport
     package let logger: Logger
 
-    /// Makes a client speaking interop version 6 (what iOS 18.1 on speaks); `headers` (auth)
-    /// go with every request to the target's origin and are never persisted.
+    /// Makes a client. Where the system speaks the draft itself (`systemUploads`: by default
+    /// URLSession on iOS 17, macOS 14 and later; none elsewhere), the system carries each
+    /// upload with the interop version of the OS, and Courier keeps the record on top;
+    /// elsewhere Courier speaks interop version 6 (what iOS 18.1 on speaks) over `transport`.
+    /// `headers` (auth) go with every request to the target's origin and are never persisted.
     /// - Parameters:
     ///   - target: the creation URL.
     ///   - headers: sent to the target's origin only.
@@ -30,20 +36,26 @@ public final class DraftUploader: Sendable {
     ///   - maxAttempts: failed requests in a row without net progress before the upload gives up.
     ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
     ///     platform's default, shut down by ``shutdown()``.
+    ///   - systemUploads: the system's own resumable upload; `nil`: Courier's requests only.
     ///   - logger: where the client logs.
     public convenience init(target: URL, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20, maxAttempts: Int = 6,
-                            transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.ietf")) throws {
-        try self.init(target: target, version: .v6, headers: headers, chunkSize: chunkSize, maxAttempts: maxAttempts, transport: transport, logger: logger)
+                            transport: (any HTTPTransport)? = nil, systemUploads: (any SystemResumableUploading)? = PlatformResumableUploads.make(),
+                            logger: Logger = Logger(label: "courier.ietf")) throws {
+        let version = systemUploads.flatMap { ResumableUploadDraft.Version(rawValue: $0.interopVersion) } ?? .v6
+        try self.init(target: target, version: version, headers: headers, chunkSize: chunkSize, maxAttempts: maxAttempts, transport: transport,
+                      system: systemUploads, logger: logger)
     }
 
-    /// Makes a client speaking `version`.
+    /// Makes a client speaking `version` (and, with `system`, letting it carry each upload).
     package init(target: URL, version: ResumableUploadDraft.Version, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20,
-                 maxAttempts: Int = 6, transport: (any HTTPTransport)? = nil, logger: Logger = Logger(label: "courier.ietf")) throws {
+                 maxAttempts: Int = 6, transport: (any HTTPTransport)? = nil, system: (any SystemResumableUploading)? = nil,
+                 logger: Logger = Logger(label: "courier.ietf")) throws {
         guard let scheme = target.scheme?.lowercased(), scheme == "http" || scheme == "https", target.host != nil else {
             throw CourierError(.invalidURL, "a resumable upload goes to an http(s) URL: \(target.absoluteString.prefix(200))")
         }
         self.target = target
         self.version = version
+        self.system = system
         self.headers = headers
         self.chunkSize = max(1, chunkSize)
         self.maxAttempts = max(1, maxAttempts)
@@ -73,7 +85,8 @@ public final class DraftUploader: Sendable {
     package func uploadOrSayNotSpoken(_ file: URL, journal: UploadJournal) async throws -> URL {
         do {
             return try await UploadRestart.atMostOnce(file, journal: journal, server: "the server", logger: logger, cancel: cancel) { source in
-                try await run(source, journal: journal)
+                if let system, let url = try await upload(source, through: system, journal: journal) { return url }
+                return try await run(source, journal: journal)
             }
         } catch let notSpoken as NotSpoken {
             try await journal.database.deleteUpload(id: journal.id)   // the record of an upload that never existed

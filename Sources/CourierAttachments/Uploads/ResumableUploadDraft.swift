@@ -16,17 +16,6 @@ package enum ResumableUploadDraft {
         case v3 = 3, v5 = 5, v6 = 6
 
         package static func < (a: Version, b: Version) -> Bool { a.rawValue < b.rawValue }
-
-        /// The version Apple's URLSession speaks on a system of this iOS-family number
-        /// (macOS 14 is 17, macOS 15.0 is 18.0); `nil` before 17, which has none.
-        package static func forApple(major: Int, minor: Int) -> Version? {
-            switch (major, minor) {
-            case (..<17, _): return nil
-            case (17, _): return .v3
-            case (18, 0): return .v5
-            default: return .v6
-            }
-        }
     }
 
     static let versionField = "Upload-Draft-Interop-Version"

@@ -65,6 +65,15 @@ extension CourierDatabase {
         }
     }
 
+    /// Records (or, `nil`, forgets) the blob the system gave to go on with upload `id`,
+    /// durably: a blob is good for one try, and a kill after it was used must not offer it again.
+    public func noteUploadResumeData(id: String, _ data: Data?) async throws {
+        try await writeDurably { db in
+            try db.execute(sql: "UPDATE \(UploadRecord.databaseTableName) SET systemResumeData = ?, updatedAt = ? WHERE id = ?",
+                           arguments: [data, DatabaseDate.text(Date()), id])
+        }
+    }
+
     /// Records a part the server confirmed and the upload's confirmed bytes, in one
     /// transaction (a part replaces an earlier row of the same number). `confirmedBytes`
     /// `nil` counts the parts' sizes (S3: any order); tus passes the server's offset.

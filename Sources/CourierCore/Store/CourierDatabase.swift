@@ -161,6 +161,10 @@ public struct CourierDatabase: Sendable {
         migrator.registerMigration("courier.v11.discarded") { db in
             try db.alter(table: DownloadRecord.databaseTableName) { t in t.add(column: "bytesDiscarded", .integer).notNull().defaults(to: 0) }
         }
+        // v12: the blob the system gave to go on with an upload (``UploadRecord/systemResumeData``).
+        migrator.registerMigration("courier.v12.upload-resume-data") { db in
+            try db.alter(table: UploadRecord.databaseTableName) { t in t.add(column: "systemResumeData", .blob) }
+        }
         return migrator
     }
 }

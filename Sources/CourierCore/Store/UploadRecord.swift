@@ -41,6 +41,9 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Persi
     public var partSize: Int64
     /// Bytes the server confirmed.
     public var confirmedBytes: Int64
+    /// The blob the system gave to go on with the upload after an interruption, when the
+    /// system speaks the protocol itself (``SystemResumableUploading``); used once.
+    public var systemResumeData: Data?
     /// When the upload was first asked for.
     public var createdAt: Date
     /// When the record last changed.

@@ -110,14 +110,4 @@ struct ResumableUploadDraftTests {
         #expect(Draft.confirmed(Draft.Reply(status: 204, headers: [("Upload-Offset", "101")]), size: 100) == nil)
         #expect(Draft.confirmed(Draft.Reply(status: 204, headers: []), size: 100) == nil)
     }
-
-    /// The interop version Apple's URLSession speaks on each system, for the record the app
-    /// keeps (newer systems: the newest this client knows).
-    @Test func theVersionFollowsTheSystem() {
-        #expect(Draft.Version.forApple(major: 17, minor: 4) == .v3)
-        #expect(Draft.Version.forApple(major: 18, minor: 0) == .v5)
-        #expect(Draft.Version.forApple(major: 18, minor: 1) == .v6)
-        #expect(Draft.Version.forApple(major: 26, minor: 0) == .v6)
-        #expect(Draft.Version.forApple(major: 16, minor: 6) == nil)
-    }
 }

@@ -69,7 +69,7 @@ import Testing
 
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied == ["courier.v1.downloads", "courier.v10.upload-handoff", "courier.v11.discarded", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads", "courier.v9.expected-size"])
+            #expect(applied == ["courier.v1.downloads", "courier.v10.upload-handoff", "courier.v11.discarded", "courier.v12.upload-resume-data", "courier.v2.lease", "courier.v3.segments", "courier.v4.held", "courier.v5.handoff", "courier.v6.media-groups", "courier.v7.content-type", "courier.v8.uploads", "courier.v9.expected-size"])
             #expect(try await db.handedOff().isEmpty)
             #expect(try await db.allRecords().allSatisfy { $0.heldEtag == nil && $0.heldLastModified == nil && $0.heldBytes == nil })
             let records = try await db.allRecords()
@@ -220,8 +220,8 @@ import Testing
             try old.close()
             let db = try fx.database()
             let applied = try await db.writer.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY identifier") }
-            #expect(applied.last == "courier.v9.expected-size" && applied.count == 11 && applied.contains("courier.v10.upload-handoff")
-                    && applied.contains("courier.v11.discarded"))
+            #expect(applied.last == "courier.v9.expected-size" && applied.count == 12 && applied.contains("courier.v10.upload-handoff")
+                    && applied.contains("courier.v11.discarded") && applied.contains("courier.v12.upload-resume-data"))
             #expect(try await db.uploadHandOffPieces().isEmpty)   // v10's table is there
             let records = try await db.allRecords()
             #expect(records.count == 3 && records.allSatisfy { $0.expectedBytes == nil && $0.bytesDiscarded == 0 })   // v11: nothing thrown away yet
