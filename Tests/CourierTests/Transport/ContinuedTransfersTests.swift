@@ -102,6 +102,35 @@ import Testing
         }
     }
 
+    /// Without a background session (an app that has none), the expiry pauses the covered
+    /// download: the record says paused, the partial keeps what arrived, and a resume asks
+    /// only for the rest.
+    @Test func theSystemsExpiryPausesTheDownloadWhenThereIsNoSession() async throws {
+        try await withFixture { fx in
+            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+            let lifecycle = AppLifecycle(downloader: d, background: nil)
+            let system = ScriptedSystem()
+            let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
+            try throttled(fx, "film.bin", rate: 512 << 10)
+            try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
+            #expect(try await eventually { fx.partialLength("film.bin") >= 256 << 10 })
+            #expect(await continued.begin(["film"], title: "Downloading a film", subtitle: "") != nil)
+            let task = try #require(system.task)
+            task.expire()
+            #expect(try await eventually { task.ended != nil })
+            #expect(task.ended == false)
+            let record = try #require(try await d.record(id: "film"))
+            #expect(record.state == .paused, "\(record.state)")
+            #expect(record.bytesReceived >= 256 << 10 && fx.partialLength("film.bin") >= record.bytesReceived, "what arrived is kept")
+            fx.origin.setFault(Fault(), for: "/film.bin")
+            try await d.resume(id: "film")
+            #expect(try await d.waitForCompletion(id: "film").state == .completed)
+            let from = fx.origin.requests.last?.range.flatMap { Int64($0.dropFirst("bytes=".count).prefix { $0.isNumber }) } ?? 0
+            #expect(from == record.bytesReceived, "only the rest: \(fx.origin.requests.map { $0.range ?? "-" })")
+            await d.shutdown()
+        }
+    }
+
     @Test func aRefusalLeavesThePresentHandOff() async throws {
         try await withFixture { fx in
             let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
