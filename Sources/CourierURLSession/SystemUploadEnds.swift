@@ -27,6 +27,9 @@ import FoundationNetworking
 
     @_spi(Darwin) public init(blobWait: Duration = .seconds(5)) { self.blobWait = blobWait }
 
+    /// Tasks known and not yet ended (for tests).
+    var waiting: Int { lock.withLock { entries.count } }
+
     private func update(_ id: Int, creating: Bool = true, _ change: (inout Entry) -> Void) {
         let ready: (CheckedContinuation<SystemUploadOutcome, Never>, SystemUploadOutcome)? = lock.withLock {
             guard var entry = entries[id] ?? (creating ? Entry() : nil) else { return nil }   // a blob after the end: moot
@@ -39,6 +42,10 @@ import FoundationNetworking
         if let (done, outcome) = ready { done.resume(returning: outcome) }
     }
 
+    /// Task `id` was made: from now on a stop of it is remembered (call before the caller's
+    /// cancellation can reach it).
+    @_spi(Darwin) public func prepare(_ id: Int) { update(id) { _ in } }
+
     /// Task `id` is about to start: its events go to `events`, its end to `done`.
     @_spi(Darwin) public func begin(_ id: Int, events: @escaping @Sendable (SystemUploadEvent) -> Void, _ done: CheckedContinuation<SystemUploadOutcome, Never>) {
         update(id) { $0.events = events; $0.done = done }
@@ -46,7 +53,7 @@ import FoundationNetworking
 
     /// The caller stopped task `id` (its cancel producing a blob was issued): if it has not
     /// ended yet, its end waits for the blob.
-    @_spi(Darwin) public func stopping(_ id: Int) { update(id) { if $0.outcome == nil { $0.stopping = true } } }
+    @_spi(Darwin) public func stopping(_ id: Int) { update(id, creating: false) { if $0.outcome == nil { $0.stopping = true } } }
 
     /// The cancel's blob (`nil`: the server does not speak the draft, or nothing to go on from).
     @_spi(Darwin) public func paused(_ id: Int, _ blob: Data?) { update(id, creating: false) { $0.blob = .some(blob) } }

@@ -45,13 +45,19 @@ public final class URLSessionResumableUploads: SystemResumableUploading, Sendabl
         let task: URLSessionUploadTask
         if let resumeData {
             task = session.uploadTask(withResumeData: resumeData)
+            // Declared non-optional, documented as "nil if the resumeData is invalid": no
+            // callback would ever come for it.
+            if unsafeBitCast(task, to: URLSessionUploadTask?.self) == nil {
+                return .interrupted(CourierError(.network, "the system refused the upload's resume data"), resumeData: nil)
+            }
         } else {
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
-            for (name, value) in headers { request.addValue(value, forHTTPHeaderField: name) }
+            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
             task = session.uploadTask(with: request, fromFile: file)
         }
         let id = task.taskIdentifier, ends = router.ends
+        ends.prepare(id)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 ends.begin(id, events: events, continuation)
@@ -70,7 +76,8 @@ public final class URLSessionResumableUploads: SystemResumableUploading, Sendabl
         func urlSession(_ session: URLSession, task: URLSessionTask, didReceiveInformationalResponse response: HTTPURLResponse) {
             guard response.statusCode == 104, let location = response.value(forHTTPHeaderField: "Location"),
                   let url = URL(string: location, relativeTo: task.originalRequest?.url)?.absoluteURL else { return }
-            ends.say(task.taskIdentifier, .location(url))
+            let version = response.value(forHTTPHeaderField: "Upload-Draft-Interop-Version").flatMap { Int($0) }
+            ends.say(task.taskIdentifier, .location(url, interopVersion: version))
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64,

@@ -30,22 +30,31 @@ extension DraftUploader {
     private func go(_ source: UploadSource, through system: any SystemResumableUploading, journal: UploadJournal,
                     location known: URL?, resumeData blob: Data?) async throws -> URL? {
         let db = journal.database
-        var location = known, resumeData = blob
+        // `location`: an upload Courier's own requests can go on with (recorded); `named`: any
+        // the server named (a version Courier does not speak goes on only through the system).
+        var location = known, named = known, resumeData = blob
         var failures = 0
         var best: Int64 = 0   // net progress: past the most the server ever held
         while true {
             // A blob is good for one try: forgotten before it is used, kept again if the
             // system gives a new one.
             if resumeData != nil { try await db.noteUploadResumeData(id: journal.id, nil) }
-            let (outcome, named) = try await attempt(source, system, journal: journal, resumeData: resumeData)
-            location = named ?? location
+            let (outcome, said) = try await attempt(source, system, journal: journal, resumeData: resumeData)
+            if let said { named = said.url; location = said.ours ? said.url : location }
             switch outcome {
             case .finished(let status) where (200..<300).contains(status):
+                // Also a server without the draft: it took the file as a plain upload.
                 try source.checkUnchanged()
                 try await db.deleteUpload(id: journal.id)
-                return location ?? target
+                return named ?? target
             case .finished(let status) where [404, 410].contains(status) && resumeData != nil:
                 throw UploadRestart.gone   // the server no longer has the upload: started again, once
+            case .finished(let status) where [401, 403, 409].contains(status) && resumeData != nil:
+                // The blob refused (it may carry headers since renewed): Courier's own requests
+                // go on with the upload, or the system starts a new one.
+                logger.info("\(source.url.lastPathComponent): HTTP \(status) to the system's resume data; dropping it")
+                if location != nil { return nil }
+                resumeData = nil
             case .finished(let status) where ![408, 423, 429].contains(status) && status < 500:
                 throw CourierError(status == 401 || status == 403 ? .accessDenied : .remoteStorage,
                                    "the server refused the upload of \(source.url.lastPathComponent): HTTP \(status)", httpStatus: status)
@@ -54,11 +63,12 @@ extension DraftUploader {
                 resumeData = nil
             case let .interrupted(error, blob):
                 if let blob { try await db.noteUploadResumeData(id: journal.id, blob) }
-                if Task.isCancelled { throw CancellationError() }   // stopped: the record and the blob stay
-                logger.info("\(source.url.lastPathComponent): \(error)")
                 resumeData = blob
+                if !Task.isCancelled, !error.isPassing, error.code != .cancelled { throw error }   // TLS, App Transport Security: no retry mends it
+                logger.info("\(source.url.lastPathComponent): \(error)")
             }
-            // Net progress, by the server's own account when it named the upload.
+            if Task.isCancelled { throw CancellationError() }   // stopped: the record and the blob stay
+            // Net progress, by the server's own account when Courier can ask it.
             if let location, let held = try? await serverOffset(location, size: source.size), held.offset > best {   // unanswered: no progress seen
                 best = held.offset
                 failures = 0
@@ -68,17 +78,17 @@ extension DraftUploader {
                 throw CourierError(.network, "the upload of \(source.url.lastPathComponent) failed \(failures) times in a row at byte \(best)")
             }
             // No blob to go on from: Courier's own offset request and appends go on with an
-            // upload the server named; one it never named is sent again.
+            // upload they can speak to; any other is sent again.
             if resumeData == nil, location != nil { return nil }
             try await Task.sleep(for: .milliseconds(100 << min(failures, 6)))
         }
     }
 
-    /// One system upload: its outcome and the URL the server named meanwhile (recorded at
-    /// once, so a kill from then on goes on with an offset request). Progress is what the
-    /// system says it sent.
+    /// One system upload: its outcome, and the URL the server named meanwhile with whether
+    /// Courier's own requests speak its version (then recorded at once, so a kill from then
+    /// on goes on with an offset request). Progress is what the system says it sent.
     private func attempt(_ source: UploadSource, _ system: any SystemResumableUploading, journal: UploadJournal,
-                         resumeData: Data?) async throws -> (SystemUploadOutcome, URL?) {
+                         resumeData: Data?) async throws -> (SystemUploadOutcome, (url: URL, ours: Bool)?) {
         let (events, sink) = AsyncStream<SystemUploadEvent>.makeStream()
         let counter = UploadCounter(journal: journal, total: source.size, held: 0)
         let target = target, headers = headers, file = source.url
@@ -87,12 +97,15 @@ extension DraftUploader {
             sink.finish()
             return outcome
         }
-        var named: URL?, reported: Int64 = 0
+        var said: (url: URL, ours: Bool)?, reported: Int64 = 0
         await withTaskCancellationHandler {
             for await event in events {
                 switch event {
-                case .location(let url):
-                    named = url
+                case let .location(url, spoken):
+                    guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else { continue }
+                    let ours = (spoken ?? system.interopVersion) == version.rawValue
+                    said = (url, ours)
+                    guard ours else { continue }
                     do { try await journal.database.noteUploadHandle(id: journal.id, remoteId: url.absoluteString) } catch {
                         logger.warning("recording the upload's URL: \(error)")   // a kill now starts it again
                     }
@@ -101,6 +114,6 @@ extension DraftUploader {
                 }
             }
         } onCancel: { upload.cancel() }
-        return (await upload.value, named)   // the events ended with it
+        return (await upload.value, said)   // the events ended with it
     }
 }

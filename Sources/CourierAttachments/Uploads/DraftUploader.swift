@@ -76,7 +76,8 @@ public final class DraftUploader: Sendable {
     /// deleted once the server holds the whole file. An upload the server lost, or a file
     /// that changed while it went up, starts again once (`E_REMOTE_NOT_FOUND` or
     /// `E_SOURCE_CHANGED` the second time). A server that does not speak the draft is
-    /// `E_PROTOCOL`, before any byte of the file is sent.
+    /// `E_PROTOCOL`, before any byte of the file is sent; through the system's own upload,
+    /// it gets the file as a plain upload, as URLSession sends it.
     public func upload(_ file: URL, journal: UploadJournal) async throws -> URL {
         do { return try await uploadOrSayNotSpoken(file, journal: journal) } catch let notSpoken as NotSpoken { throw notSpoken.error }
     }

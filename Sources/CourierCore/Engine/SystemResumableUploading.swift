@@ -11,12 +11,15 @@ import Foundation
 /// a relaunch goes on from the blob, and a kill that left none goes on with an offset
 /// request of Courier's own and sends only the rest.
 public protocol SystemResumableUploading: Sendable {
-    /// The draft's interop version the system speaks (3 on iOS 17, 5 on 18.0, 6 from 18.1):
-    /// Courier's own requests on an upload the system began say the same.
+    /// The draft's interop version the system is expected to speak (3 on iOS 17, 5 on 18.0,
+    /// 6 on 18.1; later systems speak later ones): what Courier's own requests say. The `104`
+    /// names the version the system actually spoke (``SystemUploadEvent/location(_:interopVersion:)``);
+    /// an upload whose version Courier's requests do not say goes on only through the system.
     var interopVersion: Int { get }
 
     /// Sends all of `file` to `url` (`POST`, with `headers`) as a resumable upload, or goes on
-    /// from `resumeData`, and returns once the upload ended. Cancelling the calling task
+    /// from `resumeData`, and returns once the upload ended. A server that does not speak the
+    /// draft gets the file as a plain upload. Cancelling the calling task
     /// stops it and returns ``SystemUploadOutcome/interrupted(_:resumeData:)`` with the
     /// blob to go on from, when the system gives one.
     /// - Parameters:
@@ -32,8 +35,10 @@ public protocol SystemResumableUploading: Sendable {
 /// What the system reports while it uploads.
 public enum SystemUploadEvent: Sendable, Equatable {
     /// The server named the upload's URL (its `104 Upload Resumption Supported` reply's
-    /// `Location`): from now on the upload can be resumed with an offset request.
-    case location(URL)
+    /// `Location`) and the draft's interop version it speaks on it
+    /// (`Upload-Draft-Interop-Version`, when the reply says one): from now on the upload can
+    /// be resumed with an offset request of that version.
+    case location(URL, interopVersion: Int?)
     /// Bytes of the file sent so far (not yet confirmed by the server).
     case sent(Int64)
 }

@@ -132,6 +132,39 @@ struct SystemDraftUploadTests {
         try await w.end()
     }
 
+    /// The system spoke a version Courier's requests do not (a newer OS): the upload's URL is
+    /// not recorded, and a cut without a blob sends the file again through the system, not
+    /// Courier's offset request in the wrong version.
+    @Test func anUploadInAVersionCourierDoesNotSpeakGoesOnOnlyThroughTheSystem() async throws {
+        let w = try await Self.world("v8")
+        let system = try DraftSpeakingSystem(w.server, cuts: [300_000], givesBlob: false, speaks: 8)
+        let first = Task { try await w.uploader(system).upload(w.source, journal: w.journal) }
+        _ = try await first.value
+        #expect(w.stored == w.data)
+        #expect(system.given == [nil, nil], "sent again through the system")
+        #expect(!w.server.requests.contains { $0.method == "HEAD" }, "no request of Courier's own: \(w.server.requests)")
+        try await w.end()
+    }
+
+    /// A blob the server refuses (401: it may carry an expired token) is dropped, and
+    /// Courier's own requests go on from the server's offset; a cut no retry mends (TLS) is
+    /// an error at once.
+    @Test func aRefusedBlobGoesOnOverCouriersRequestsAndATLSFailureStops() async throws {
+        let w = try await Self.world("refusedblob")
+        let system = try DraftSpeakingSystem(w.server, cuts: [300_000], blobRefusedWith: 401)
+        _ = try await w.uploader(system).upload(w.source, journal: w.journal)
+        #expect(w.stored == w.data)
+        #expect(system.given.count == 2 && system.given[1] != nil)
+        #expect(w.server.requests.filter { $0.method == "PATCH" }.map(\.offset).prefix(2) == [0, 300_000], "\(w.server.requests)")
+        try await w.end()
+
+        let t = try await Self.world("tls")
+        let failing = try DraftSpeakingSystem(t.server, cuts: [300_000], cutWith: .tls)
+        let error = await #expect(throws: CourierError.self) { try await t.uploader(failing).upload(t.source, journal: t.journal) }
+        #expect(error?.code == .tls && failing.given.count == 1)
+        try await t.end()
+    }
+
     /// A final refusal is an error with its code, not a retry.
     @Test func aRefusalIsAnErrorWithItsCode() async throws {
         let w = try await Self.world("refused")
@@ -155,12 +188,18 @@ final class DraftSpeakingSystem: SystemResumableUploading, @unchecked Sendable {
     private let journal: UploadJournal
     private let lock = NSLock()
     private var cuts: [Int64]
-    private let givesBlob: Bool, holdsAfterCut: Bool, finalStatus: Int
+    private let givesBlob: Bool, holdsAfterCut: Bool, finalStatus: Int, speaks: Int, cutWith: CourierError.Code, blobRefusedWith: Int?
     private var blobsGiven: [Data?] = []
     /// Opens once a cut holds (`holdsAfterCut`).
     let held = Gate()
 
-    init(_ server: DraftUploadServer, cuts: [Int64] = [], givesBlob: Bool = true, holdsAfterCut: Bool = false, finalStatus: Int = 201) throws {
+    /// `speaks`: the interop version its `104` names; `cutWith`: the code of a cut;
+    /// `blobRefusedWith`: the status a try from a blob gets.
+    init(_ server: DraftUploadServer, cuts: [Int64] = [], givesBlob: Bool = true, holdsAfterCut: Bool = false, finalStatus: Int = 201,
+         speaks: Int = 6, cutWith: CourierError.Code = .network, blobRefusedWith: Int? = nil) throws {
+        self.speaks = speaks
+        self.cutWith = cutWith
+        self.blobRefusedWith = blobRefusedWith
         requests = try DraftUploader(target: server.url("/files/sys.bin"), version: .v6, transport: testTransport())
         journal = UploadJournal(database: try CourierDatabase.inMemory(), id: "system")
         self.cuts = cuts
@@ -179,13 +218,14 @@ final class DraftSpeakingSystem: SystemResumableUploading, @unchecked Sendable {
         do {
             let source = try UploadSource(url: file)
             var offset: Int64 = 0
+            if resumeData != nil, let refused = blobRefusedWith { return .finished(status: refused) }
             if let resumeData, let resumed = URL(string: String(decoding: resumeData, as: UTF8.self)) {
                 guard let held = try await requests.serverOffset(resumed, size: source.size) else { return .finished(status: 404) }
                 location = resumed
                 offset = held.offset
             } else {
                 location = try await requests.create()
-                events(.location(location!))
+                events(.location(location!, interopVersion: speaks))
             }
             let blob = givesBlob ? location.map { Data($0.absoluteString.utf8) } : nil
             let end = min(cut ?? source.size, source.size)
@@ -200,7 +240,7 @@ final class DraftSpeakingSystem: SystemResumableUploading, @unchecked Sendable {
                     while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }   // held until the caller stops it
                     return .interrupted(CourierError(.cancelled, "stopped"), resumeData: blob)
                 }
-                return .interrupted(CourierError(.network, "the connection was cut at \(end)"), resumeData: blob)
+                return .interrupted(CourierError(cutWith, "the connection was cut at \(end)"), resumeData: blob)
             }
             return .finished(status: finalStatus)
         } catch {

@@ -1,7 +1,7 @@
 import CourierCore
 import Foundation
 import Testing
-@_spi(Darwin) import CourierURLSession
+@_spi(Darwin) @testable import CourierURLSession
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -16,6 +16,7 @@ import FoundationNetworking
     static func run(_ ends: SystemUploadEnds, _ id: Int = 1, before: (SystemUploadEnds) -> Void = { _ in },
                     _ callbacks: @escaping @Sendable (SystemUploadEnds) -> Void) async -> (SystemUploadOutcome, [SystemUploadEvent]) {
         let heard = Locked<[SystemUploadEvent]>([])
+        ends.prepare(id)
         before(ends)
         let outcome = await withCheckedContinuation { continuation in
             ends.begin(id, events: { event in heard.withLock { $0.append(event) } }, continuation)
@@ -36,13 +37,13 @@ import FoundationNetworking
 
     @Test func anUploadThatEndsByItselfReportsItsStatusAndItsEvents() async {
         let (outcome, events) = await Self.run(SystemUploadEnds()) { ends in
-            ends.say(1, .location(URL(string: "https://h/resumable/1")!))
+            ends.say(1, .location(URL(string: "https://h/resumable/1")!, interopVersion: 6))
             ends.say(1, .sent(65_536))
             ends.say(2, .sent(9))   // another task's: not this one's
             ends.ended(1, error: nil, status: 201, resumeData: nil, url: "https://h/up")
         }
         guard case .finished(status: 201) = outcome else { Issue.record("\(outcome)"); return }
-        #expect(events == [.location(URL(string: "https://h/resumable/1")!), .sent(65_536)])
+        #expect(events == [.location(URL(string: "https://h/resumable/1")!, interopVersion: 6), .sent(65_536)])
     }
 
     @Test func aStopsBlobThatComesAfterTheEndIsWaitedFor() async {
@@ -83,6 +84,15 @@ import FoundationNetworking
         }
         #expect(Self.blob(outcome) == Data("own".utf8))
         #expect(Self.code(outcome) == .network)
+    }
+
+    /// A stop and a blob that come after the end leave nothing behind.
+    @Test func aStopAfterTheEndLeavesNothingBehind() async {
+        let ends = SystemUploadEnds()
+        _ = await Self.run(ends) { ends in ends.ended(1, error: nil, status: 204, resumeData: nil, url: "https://h/up") }
+        ends.stopping(1)
+        ends.paused(1, Data("late".utf8))
+        #expect(ends.waiting == 0)
     }
 
     /// A cancel that crossed the task's end and never calls back: the end comes after the wait.
