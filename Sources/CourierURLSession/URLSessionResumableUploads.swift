@@ -47,9 +47,7 @@ public final class URLSessionResumableUploads: SystemResumableUploading, Sendabl
             task = session.uploadTask(withResumeData: resumeData)
             // Declared non-optional, documented as "nil if the resumeData is invalid": no
             // callback would ever come for it.
-            if unsafeBitCast(task, to: URLSessionUploadTask?.self) == nil {
-                return .interrupted(CourierError(.network, "the system refused the upload's resume data"), resumeData: nil)
-            }
+            if unsafeBitCast(task, to: URLSessionUploadTask?.self) == nil { return .interrupted(CourierError(.network, "the system refused the resume data"), resumeData: nil) }
         } else {
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
