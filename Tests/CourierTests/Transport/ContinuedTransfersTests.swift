@@ -76,21 +76,27 @@ import Testing
         }
     }
 
+    /// A throttled film covered by a task once 256 KiB arrived, then the system's expiry; the
+    /// task ends as a failure. Returns the downloader, its lifecycle and the film's record.
+    private func expireACoveredFilm(_ fx: Fixture, background: Bool) async throws -> (Downloader, AppLifecycle, DownloadRecord) {
+        let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
+        let lifecycle = background ? AppLifecycle(downloader: d, backgroundSessionIdentifier: "courier.tests.continued") : AppLifecycle(downloader: d, background: nil)
+        let system = ScriptedSystem()
+        let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
+        try throttled(fx, "film.bin", rate: 512 << 10)
+        try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
+        #expect(try await eventually { fx.partialLength("film.bin") >= 256 << 10 })
+        #expect(await continued.begin(["film"], title: "Downloading a film", subtitle: "") != nil)
+        let task = try #require(system.task)
+        task.expire()
+        #expect(try await eventually { task.ended != nil })
+        #expect(task.ended == false)
+        return (d, lifecycle, try #require(try await d.record(id: "film")))
+    }
+
     @Test func theSystemsExpiryHandsTheDownloadToTheSessionKeepingWhatItHolds() async throws {
         try await withFixture { fx in
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
-            let lifecycle = AppLifecycle(downloader: d, backgroundSessionIdentifier: "courier.tests.continued")
-            let system = ScriptedSystem()
-            let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
-            try throttled(fx, "film.bin", rate: 512 << 10)
-            try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
-            #expect(try await eventually { fx.partialLength("film.bin") >= 256 << 10 })
-            #expect(await continued.begin(["film"], title: "Downloading a film", subtitle: "") != nil)
-            let task = try #require(system.task)
-            task.expire()
-            #expect(try await eventually { task.ended != nil })
-            #expect(task.ended == false)
-            let record = try #require(try await d.record(id: "film"))
+            let (d, lifecycle, record) = try await expireACoveredFilm(fx, background: true)
             #expect(record.state == .handedOff)
             // The session's task asks for the rest, from what the engine had kept (durable: at
             // most what it had received).
@@ -107,19 +113,7 @@ import Testing
     /// only for the rest.
     @Test func theSystemsExpiryPausesTheDownloadWhenThereIsNoSession() async throws {
         try await withFixture { fx in
-            let d = try fx.downloader { $0.idleTimeout = .seconds(120) }
-            let lifecycle = AppLifecycle(downloader: d, background: nil)
-            let system = ScriptedSystem()
-            let continued = ContinuedTransfers(lifecycle: lifecycle, system: system, identifierPrefix: "com.example.app.transfers")
-            try throttled(fx, "film.bin", rate: 512 << 10)
-            try await d.enqueue(DownloadRequest(id: "film", url: fx.url("film.bin"), destination: "film.bin"))
-            #expect(try await eventually { fx.partialLength("film.bin") >= 256 << 10 })
-            #expect(await continued.begin(["film"], title: "Downloading a film", subtitle: "") != nil)
-            let task = try #require(system.task)
-            task.expire()
-            #expect(try await eventually { task.ended != nil })
-            #expect(task.ended == false)
-            let record = try #require(try await d.record(id: "film"))
+            let (d, _, record) = try await expireACoveredFilm(fx, background: false)
             #expect(record.state == .paused, "\(record.state)")
             #expect(record.bytesReceived >= 256 << 10 && fx.partialLength("film.bin") >= record.bytesReceived, "what arrived is kept")
             fx.origin.setFault(Fault(), for: "/film.bin")
