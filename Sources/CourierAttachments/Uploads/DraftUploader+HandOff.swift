@@ -18,6 +18,8 @@ extension DraftUploader {
         let source = try UploadSource(url: file)
         guard source.size > 0, try await db.uploadHandOffPieces(uploadId: journal.id).isEmpty else { return [] }
         var existing = try await db.upload(id: journal.id)
+        // An upload the system began whose URL Courier cannot speak to: the system goes on with it.
+        if existing?.record.remoteId == nil, existing?.record.systemResumeData != nil { return [] }
         if existing?.record.remoteId == nil {
             try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
                                                   kind: .ietf, target: target.absoluteString, partSize: chunkSize))
@@ -34,6 +36,8 @@ extension DraftUploader {
               try TusUploader.changedChunk(existing.parts, source) == nil,
               let held = try await serverOffset(url, size: source.size), held.offset < source.size, !held.complete else { return [] }
         let offset = held.offset
+        // The hand-off sends the rest: the system's blob (an upload from before) is stale.
+        if existing.record.systemResumeData != nil { try await db.noteUploadResumeData(id: journal.id, nil) }
         let piece = try UploadPieceFile.rest(of: source, from: offset, number: (existing.parts.map(\.number).max() ?? 0) + 1, journal: journal, folder: folder)
         let credentials = url.origin == target.origin ? headers : []
         return try await UploadPieceFile.record([UploadTaskRequest(piece: piece, kind: .ietf, method: "PATCH", url: url.absoluteString,

@@ -35,11 +35,12 @@ extension DraftUploader {
         var location = known, named = known, resumeData = blob
         var failures = 0
         var best: Int64 = 0   // net progress: past the most the server ever held
+        var mostSent: Int64 = 0   // or, where Courier cannot ask, past the most the system ever said it sent
         while true {
             // A blob is good for one try: forgotten before it is used, kept again if the
             // system gives a new one.
             if resumeData != nil { try await db.noteUploadResumeData(id: journal.id, nil) }
-            let (outcome, said) = try await attempt(source, system, journal: journal, resumeData: resumeData)
+            let (outcome, said, sent) = try await attempt(source, system, journal: journal, resumeData: resumeData)
             if let said { named = said.url; location = said.ours ? said.url : location }
             switch outcome {
             case .finished(let status) where (200..<300).contains(status):
@@ -68,9 +69,15 @@ extension DraftUploader {
                 logger.info("\(source.url.lastPathComponent): \(error)")
             }
             if Task.isCancelled { throw CancellationError() }   // stopped: the record and the blob stay
-            // Net progress, by the server's own account when Courier can ask it.
-            if let location, let held = try? await serverOffset(location, size: source.size), held.offset > best {   // unanswered: no progress seen
-                best = held.offset
+            // Net progress, by the server's own account when Courier can ask it; else by the most
+            // the system said it sent (a cut at the same place forever never passes it).
+            if let location {
+                if let held = try? await serverOffset(location, size: source.size), held.offset > best {   // unanswered: no progress seen
+                    best = held.offset
+                    failures = 0
+                }
+            } else if sent > mostSent {
+                mostSent = sent
                 failures = 0
             }
             failures += 1
@@ -84,11 +91,12 @@ extension DraftUploader {
         }
     }
 
-    /// One system upload: its outcome, and the URL the server named meanwhile with whether
+    /// One system upload: its outcome, the URL the server named meanwhile with whether
     /// Courier's own requests speak its version (then recorded at once, so a kill from then
-    /// on goes on with an offset request). Progress is what the system says it sent.
+    /// on goes on with an offset request), and the most it said it sent (the progress shown).
+    /// The journal's rate limit does not reach the system's task.
     private func attempt(_ source: UploadSource, _ system: any SystemResumableUploading, journal: UploadJournal,
-                         resumeData: Data?) async throws -> (SystemUploadOutcome, (url: URL, ours: Bool)?) {
+                         resumeData: Data?) async throws -> (SystemUploadOutcome, (url: URL, ours: Bool)?, sent: Int64) {
         let (events, sink) = AsyncStream<SystemUploadEvent>.makeStream()
         let counter = UploadCounter(journal: journal, total: source.size, held: 0)
         let target = target, headers = headers, file = source.url
@@ -114,6 +122,6 @@ extension DraftUploader {
                 }
             }
         } onCancel: { upload.cancel() }
-        return (await upload.value, said)   // the events ended with it
+        return (await upload.value, said, reported)   // the events ended with it
     }
 }

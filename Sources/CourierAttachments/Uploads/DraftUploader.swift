@@ -36,7 +36,8 @@ public final class DraftUploader: Sendable {
     ///   - maxAttempts: failed requests in a row without net progress before the upload gives up.
     ///   - transport: the app's HTTP stack (its `Downloader`'s `transport`); `nil`: the
     ///     platform's default, shut down by ``shutdown()``.
-    ///   - systemUploads: the system's own resumable upload; `nil`: Courier's requests only.
+    ///   - systemUploads: the system's own resumable upload (its own session: `transport`'s
+    ///     settings do not reach it, nor the journal's rate limit); `nil`: Courier's requests only.
     ///   - logger: where the client logs.
     public convenience init(target: URL, headers: [(name: String, value: String)] = [], chunkSize: Int64 = 8 << 20, maxAttempts: Int = 6,
                             transport: (any HTTPTransport)? = nil, systemUploads: (any SystemResumableUploading)? = PlatformResumableUploads.make(),

@@ -84,6 +84,21 @@ extension Downloader {
         pump()
     }
 
+    /// The stored record of `id` once no run of this process is ending over it, nor stale: a
+    /// run here over a download another process paused or failed (the run has not seen it
+    /// yet) is stopped, writing nothing, and waited for, so a resume is not dropped as
+    /// "already running" (the simulator: the resume said done, the download stayed paused).
+    func settledRecord(_ id: String) async throws -> DownloadRecord {
+        while true {
+            if let ending = endingRuns[id] { await ending.value; continue }   // its end is being written: after it
+            let run = running[id]?.supervisor
+            let record = try await storedRecord(id)
+            if endingRuns[id] != nil { continue }   // a run began to end during the read
+            guard let run, running[id]?.supervisor == run, record.state == .paused || record.state == .failed else { return record }
+            await stopRunning(id, .yield)
+        }
+    }
+
     func launch(_ id: String) {
         let run = DownloadRun(id: id, context: context, liveURL: liveURLs[id],
                               limiter: context.configuration.maxBytesPerSecond.map { RateLimiter(bytesPerSecond: $0, clock: context.configuration.clock) },
@@ -161,6 +176,9 @@ extension Downloader {
                 let total = (paused ?? nil)?.totalBytes ?? record?.totalBytes
                 context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: length, totalBytes: total)))
                 end = .paused(nil)
+            case .yield:
+                // Stopped elsewhere (paused or failed by another process): as the record says.
+                end = record.flatMap { Self.persistedEvent($0).end } ?? .paused(nil)
             case .shutdown, nil:
                 await context.bestEffort("requeueing", id: id) {
                     try await db.update(id: id, ifStateIn: [.downloading], lease: context.owner) { unsaved?(&$0); $0.requeue(keeping: length, freshStart: false) }

@@ -20,10 +20,13 @@ public actor Downloader {
 
     struct Adopted: Equatable { var priority: Int; var createdAt: Date }
     enum Intent {
-        case pause, cancel, shutdown, handOff
+        /// `yield`: a stop another process made, seen here: the run ends as the record says,
+        /// writing nothing.
+        case pause, cancel, shutdown, handOff, yield
         /// Which of two stops asked for wins.
         var rank: Int {
             switch self {
+            case .yield: return -1
             case .shutdown: return 0
             case .handOff: return 1
             case .pause: return 2
@@ -160,16 +163,7 @@ public actor Downloader {
         if let current = running[id], intents[id] != nil {
             await current.supervisor.value
         }
-        if let ending = endingRuns[id] { await ending.value }   // its end is being written: after it
-        var record = try await storedRecord(id)
-        // A run here over a download another process paused (a run that has not seen the pause
-        // yet): stopped now and resumed once it has ended, not dropped as "already running"
-        // (the simulator: the resume said done and the download stayed paused).
-        if running[id] != nil, record.state == .paused {
-            await stopRunning(id, .pause)
-            if let ending = endingRuns[id] { await ending.value }
-            record = try await storedRecord(id)
-        }
+        let record = try await settledRecord(id)
         if let url {
             _ = try URLPolicy.validate(url)
             guard Redactor.redact(url: url) == record.remoteUrl else {

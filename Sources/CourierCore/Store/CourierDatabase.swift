@@ -33,8 +33,8 @@ public struct CourierDatabase: Sendable {
             do {
                 return try migrator.migrate(writer)
             } catch {
-                let now = try writer.writeWithoutTransaction { try migrator.appliedIdentifiers($0) }
-                guard now.count > applied.count else { throw error }
+                guard let now = try? writer.writeWithoutTransaction({ try migrator.appliedIdentifiers($0) }),   // unreadable: the first error is the one to tell
+                      now.count > applied.count else { throw error }
                 applied = now
             }
         }
