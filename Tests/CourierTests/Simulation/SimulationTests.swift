@@ -98,8 +98,20 @@ import Testing
         // Two worlds at once, one per core, each on a thread of its own; the first three
         // failures are enough to show.
         let failing: @Sendable (SimulationExecutor.End, SimulationScenario.Outcome) -> Bool = { $0 != .finished || !$1.violations.isEmpty }
+        // A long run says how far it got every 10,000 seeds, and each failure at once: one cut
+        // off by a time limit still reports.
+        let tally = Locked((done: 0, failed: 0))
         let runs = await SimulationExecutor.onThreads(seeds, enough: { $0.filter { failing($0.0, $0.1) }.count >= 3 }) { seed -> (SimulationExecutor.End, SimulationScenario.Outcome) in
-            Self.simulateHere(seed)
+            let (end, outcome) = Self.simulateHere(seed)
+            let (done, failed) = tally.withLock { t in
+                t.done += 1
+                if failing(end, outcome) { t.failed += 1 }
+                return (t.done, t.failed)
+            }
+            if failing(end, outcome) { print("simulation: seed \(seed) failed (replay: COURIER_SIM_SEED=\(seed)): \(end), \(outcome.violations)") }
+            if done % 10_000 == 0 { print("simulation: \(done) seeds done in \(ContinuousClock.now - started), \(failed) failed") }
+            fflush(nil)   // a run cut off keeps what it said
+            return (end, outcome)
         }
         var failed = 0
         for (seed, (end, outcome)) in runs {
