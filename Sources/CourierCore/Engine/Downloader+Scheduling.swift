@@ -191,6 +191,14 @@ extension Downloader {
         case .stoppedExternally:
             // Another process paused, cancelled, completed or took the record under this run.
             let record = await context.bestEffort("reading the record", id: id) { try await db.record(id: id) } ?? nil
+            // Queued again meanwhile and free (a resume here while this run, launched from an
+            // older turn, found the record paused: the resume's turn went with this run's
+            // end, and the download sat queued with nobody to run it; the simulator): it
+            // runs again, and nothing has ended.
+            if let record, record.state == .queued, !context.owner.isBlocked(by: record), !isShutDown {
+                adopt(record)
+                return
+            }
             end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
         }
         context.hub.publish(.ended(id: id, end))

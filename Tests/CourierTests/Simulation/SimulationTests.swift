@@ -67,6 +67,8 @@ import Testing
          "a resume here of a download another process had paused, while this process's run had not yet seen the pause: it said done, and the download stayed paused"),
         (3_314_130_533, ["app: resume elsewhere d2: ok", "event: d2 ended failed E_NETWORK", "end: d2 failed E_NETWORK requests 4 "],
          "a download another process failed while it waited in this one's queue was claimed here from failed and asked for again, four requests after it ended"),
+        (4_152_835_417, ["app: pause elsewhere d2: ok", "app: cancel d0: ok", "app: resume d2 at the end", "end: d2 failed E_NETWORK requests 4 "],
+         "a resume here while a run launched from an older turn found the download paused: the resume's turn went with that run's end, and the download sat queued with nobody to run it (found in a long run of fresh seeds)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
