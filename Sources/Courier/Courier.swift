@@ -30,9 +30,8 @@ public enum PlatformResumableUploads {
     /// A new system upload client, or `nil` where the system has none.
     public static func make() -> (any SystemResumableUploading)? {
         #if canImport(Darwin) || COURIER_DARWIN_TYPECHECK
-        SystemResumableUploads.make()
-        #else
-        nil
+        if #available(iOS 17.0, macOS 14.0, tvOS 17.0, visionOS 1.0, watchOS 10.0, *) { return URLSessionResumableUploads() }
         #endif
+        return nil
     }
 }

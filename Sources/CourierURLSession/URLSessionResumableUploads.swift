@@ -1,24 +1,28 @@
-#if canImport(Darwin) || COURIER_DARWIN_TYPECHECK
+import CourierCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 #if COURIER_DARWIN_TYPECHECK
 import DarwinStubs
 @_spi(Darwin) import CourierURLSession
 #endif
-import CourierCore
-import Foundation
 
-// Darwin-only: URLSession's own resumable uploads. Declarations checked against
+// URLSession's own resumable uploads. Portable but for three calls that only Apple's
+// URLSession has (iOS 17 / macOS 14), each behind `#if` and checked against
 // developer.apple.com: `func uploadTask(withResumeData resumeData: Data) -> URLSessionUploadTask`
-// (URLSession, iOS 17 / macOS 14); `func cancel(byProducingResumeData completionHandler:
-// @escaping @Sendable (Data?) -> Void)` (URLSessionUploadTask, iOS 17: nil when the server
-// does not speak the draft); `var uploadTaskResumeData: Data? { get }` (URLError, iOS 17);
-// `optional func urlSession(_ session: URLSession, task: URLSessionTask,
-// didReceiveInformationalResponse response: HTTPURLResponse)` (URLSessionTaskDelegate,
-// iOS 17). Type-checked on Linux by scripts/darwin-typecheck; never run here.
+// (URLSession); `func cancel(byProducingResumeData completionHandler: @escaping @Sendable
+// (Data?) -> Void)` (URLSessionUploadTask: nil when the server does not speak the draft);
+// `var uploadTaskResumeData: Data? { get }` (URLError). `optional func urlSession(_ session:
+// URLSession, task: URLSessionTask, didReceiveInformationalResponse response: HTTPURLResponse)`
+// (URLSessionTaskDelegate, iOS 17) is a plain method here: FoundationNetworking never calls it.
+// Type-checked with them by scripts/darwin-typecheck; run on Linux without them.
 
 /// URLSession's own resumable upload (iOS 17, macOS 14 and later): the system speaks the
 /// IETF draft with the interop version of the OS, resumes short interruptions itself, and
 /// gives a blob to go on from after a longer one or a stop. `DraftUploader` uses it by
-/// default where it exists and keeps Courier's record on top.
+/// default there and keeps Courier's record on top. Over FoundationNetworking (Linux) it is
+/// a plain upload with no blob.
 @available(iOS 17.0, macOS 14.0, tvOS 17.0, visionOS 1.0, watchOS 10.0, *)
 public final class URLSessionResumableUploads: SystemResumableUploading, Sendable {
     private let router = Router()
@@ -44,10 +48,14 @@ public final class URLSessionResumableUploads: SystemResumableUploading, Sendabl
                        events: @escaping @Sendable (SystemUploadEvent) -> Void) async -> SystemUploadOutcome {
         let task: URLSessionUploadTask
         if let resumeData {
+            #if canImport(Darwin) || COURIER_DARWIN_TYPECHECK
             task = session.uploadTask(withResumeData: resumeData)
-            // Declared non-optional, documented as "nil if the resumeData is invalid": no
-            // callback would ever come for it.
+            // Declared non-optional, documented as "nil if the resumeData is invalid": no callback would ever come for it.
             if unsafeBitCast(task, to: URLSessionUploadTask?.self) == nil { return .interrupted(CourierError(.network, "the system refused the resume data"), resumeData: nil) }
+            #else
+            _ = resumeData
+            return .interrupted(CourierError(.network, "this URLSession has no resumable uploads"), resumeData: nil)
+            #endif
         } else {
             var request = URLRequest(url: url)
             request.httpMethod = "POST"
@@ -63,7 +71,12 @@ public final class URLSessionResumableUploads: SystemResumableUploading, Sendabl
             }
         } onCancel: {
             ends.stopping(id)
+            #if canImport(Darwin) || COURIER_DARWIN_TYPECHECK
             task.cancel(byProducingResumeData: { ends.paused(id, $0) })
+            #else
+            task.cancel()
+            ends.paused(id, nil)
+            #endif
         }
     }
 
@@ -84,9 +97,13 @@ public final class URLSessionResumableUploads: SystemResumableUploading, Sendabl
         }
 
         func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-            ends.ended(task.taskIdentifier, error: error, status: (task.response as? HTTPURLResponse)?.statusCode,
-                       resumeData: (error as? URLError)?.uploadTaskResumeData, url: task.originalRequest?.url?.absoluteString ?? "the server")
+            #if canImport(Darwin) || COURIER_DARWIN_TYPECHECK
+            let blob = (error as? URLError)?.uploadTaskResumeData
+            #else
+            let blob: Data? = nil
+            #endif
+            ends.ended(task.taskIdentifier, error: error, status: (task.response as? HTTPURLResponse)?.statusCode, resumeData: blob,
+                       url: task.originalRequest?.url?.absoluteString ?? "the server")
         }
     }
 }
-#endif
