@@ -237,7 +237,8 @@ final class DraftSpeakingSystem: SystemResumableUploading, @unchecked Sendable {
             guard end == source.size else {
                 if holdsAfterCut {
                     held.open()
-                    while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }   // held until the caller stops it
+                    let stopped = Gate()   // held until the caller stops it
+                    await withTaskCancellationHandler { await stopped.wait() } onCancel: { stopped.open() }
                     return .interrupted(CourierError(.cancelled, "stopped"), resumeData: blob)
                 }
                 return .interrupted(CourierError(cutWith, "the connection was cut at \(end)"), resumeData: blob)
