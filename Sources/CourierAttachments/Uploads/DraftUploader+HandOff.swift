@@ -21,8 +21,7 @@ extension DraftUploader {
         // An upload the system began whose URL Courier cannot speak to: the system goes on with it.
         if existing?.record.remoteId == nil, existing?.record.systemResumeData != nil { return [] }
         if existing?.record.remoteId == nil {
-            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
-                                                  kind: .ietf, target: target.absoluteString, partSize: chunkSize))
+            try await beginRecord(of: source, journal)
             do {
                 try await db.noteUploadHandle(id: journal.id, remoteId: try await create().absoluteString)
             } catch let notSpoken as NotSpoken {

@@ -22,8 +22,7 @@ extension DraftUploader {
         } else if let abandoned = existing?.remoteId.flatMap(URL.init(string:)) {
             await cancel(abandoned)   // another file, or another target: the old upload is dropped
         }
-        try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size,
-                                              sourceModified: source.modified, kind: .ietf, target: target.absoluteString, partSize: chunkSize))
+        try await beginRecord(of: source, journal)
         return try await go(source, through: system, journal: journal, location: nil, resumeData: nil)
     }
 

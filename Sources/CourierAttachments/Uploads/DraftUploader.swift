@@ -96,6 +96,13 @@ public final class DraftUploader: Sendable {
         }
     }
 
+    /// Starts (or starts again) the journal's record of an upload of `source` to the target,
+    /// with no handle yet.
+    func beginRecord(of source: UploadSource, _ journal: UploadJournal) async throws {
+        try await journal.database.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size,
+                                                            sourceModified: source.modified, kind: .ietf, target: target.absoluteString, partSize: chunkSize))
+    }
+
     private func run(_ source: UploadSource, journal: UploadJournal) async throws -> URL {
         let db = journal.database
         let existing = try await db.upload(id: journal.id)
@@ -131,8 +138,7 @@ public final class DraftUploader: Sendable {
         }
         var number = (existing?.parts.map(\.number).max() ?? 0) + 1
         if uploadURL == nil {
-            try await db.beginUpload(UploadRecord(id: journal.id, sourcePath: source.url.path, sourceSize: source.size, sourceModified: source.modified,
-                                                  kind: .ietf, target: target.absoluteString, partSize: chunkSize))
+            try await beginRecord(of: source, journal)
             let url = try await create()
             try await db.noteUploadHandle(id: journal.id, remoteId: url.absoluteString)
             uploadURL = url
