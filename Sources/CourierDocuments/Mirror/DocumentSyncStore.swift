@@ -88,9 +88,11 @@ struct DocumentSyncStore: Sendable {
     }
 
     /// A local write: an upload is owed. A document seen for the first time starts from
-    /// `firstBase`. Returns the write's generation.
+    /// `firstBase`. Returns the write's generation. A durable commit: it comes before the
+    /// new bytes' rename, and a power cut that kept the renamed file but took this back
+    /// would leave a change nothing uploads.
     func noteWritten(_ path: String, firstBase: String?) async throws -> Int64 {
-        try await writer.write { db in
+        try await writer.writeDurably { db in
             try db.execute(sql: """
                 INSERT INTO courierDocumentSync (path, base, state, generation) VALUES (?, ?, 'pending', 1)
                 ON CONFLICT(path) DO UPDATE SET state = 'pending', generation = generation + 1, attempts = 0,
