@@ -326,6 +326,8 @@ class Document(Kind):
         if not os.path.exists(local) or sha(local) != r.new: v.append("after the rerun the document is not the new version")
         remote = os.path.join(self.remote(r)[len("file://"):], "notes.bin")
         if not os.path.exists(remote) or sha(remote) != r.new: v.append("after the rerun the remote document is missing or not the new version")
+        copies = [p for p in os.listdir(os.path.join(r.mnt, "docs")) if "conflict" in p]
+        if copies: v.append(f"a conflict with nobody: the only writer's own upload was kept as {copies}")
         left = [p for p in os.listdir(os.path.dirname(remote)) if p != "notes.bin"]
         if left: v.append(f"the remote holds more than the document: {left}")
         return v

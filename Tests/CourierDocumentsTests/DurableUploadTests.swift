@@ -88,6 +88,35 @@ import Testing
         #expect(await w.container.state(of: "docs/c.txt").upload == nil)
     }
 
+    /// A power cut after the remote took the upload, before the commit saying so: the
+    /// record is back to owing it over the old version. The remote's bytes are the owed
+    /// ones, so the next launch records them sent: no conflict, no copy.
+    @Test func anUploadWhoseRecordACutTookBackIsNotAConflict() async throws {
+        let w = try await DocWorld.http()
+        defer { Task { await w.close() } }
+        try w.remote("docs/s.txt", Data("original".utf8))
+        try w.placeholder("docs/s.txt", size: 8)
+        let docs = w.documents()
+        #expect(try await docs.readInPlace("docs/s.txt") == "original")
+        let old = try #require(try await w.container.sync.row("docs/s.txt")).base
+        try await docs.writeInPlace("docs/s.txt", data: Data("mine, sent".utf8))
+        await w.container.flushUploads()
+        #expect(await w.container.state(of: "docs/s.txt").upload == nil)
+        try await w.container.sync.writer.write { db in
+            try db.execute(sql: "UPDATE courierDocumentSync SET state = 'pending', base = ? WHERE path = ?", arguments: [old, "docs/s.txt"])
+        }
+        let next = try await Self.relaunch(w)
+        #expect(try await next.resumeUploads() == ["docs/s.txt"])
+        await next.flushUploads()
+        #expect(Self.puts(w, "/docs/s.txt").map(\.status).last == 412)   // the precondition refused it: the remote moved on
+        #expect(await next.state(of: "docs/s.txt").upload == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: w.local.appendingPathComponent("docs").path) == ["s.txt"])
+        // Recorded over the remote's version: the next write is sent over it, not refused.
+        try await w.documents().writeInPlace("docs/s.txt", data: Data("mine, again".utf8))
+        await next.flushUploads()
+        #expect(try String(contentsOf: w.remoteDir.appendingPathComponent("docs/s.txt"), encoding: .utf8) == "mine, again")
+    }
+
     @Test func aNewDocumentNeverOverwritesOneCreatedElsewhere() async throws {
         let w = try await DocWorld.http()
         defer { Task { await w.close() } }

@@ -115,7 +115,7 @@ extension MirrorContainer {
                 }
                 try await sync.noteUploaded(path, generation: row.generation, version: version)
             } catch let e as CourierError where e.code == .conflict {
-                do { try await keepBoth(path, generation: row.generation) } catch {
+                do { try await keepBoth(path, generation: row.generation, sent: snapshot) } catch {
                     let failure = CourierError(.conflict, "\(path) changed on the remote, and its version could not be fetched to keep both: \(error)")
                     try await sync.noteFailed(path, generation: row.generation, attempts: row.attempts + 1, error: failure)
                 }
@@ -141,17 +141,41 @@ extension MirrorContainer {
 
     /// The remote changed since the local copy was taken: its version is downloaded beside
     /// the document (the local one stays as it is) and the conflict recorded. A remote
-    /// deleted meanwhile leaves no copy; the next write then creates it again.
-    private func keepBoth(_ path: String, generation: Int64) async throws {
+    /// deleted meanwhile leaves no copy; the next write then creates it again. A remote that
+    /// holds exactly the bytes sent is this upload's own, its record taken back (a power cut
+    /// after the remote had it, before the commit saying so): recorded sent, no conflict.
+    private func keepBoth(_ path: String, generation: Int64, sent: URL) async throws {
         let remote = Attachment(id: path, filename: path, state: .queuedDownload)
         let version = try await (storage as? any ConditionalRemoteStorage)?.version(of: remote)
         var copy = ""
         if version != nil {
+            let theirs = try folder.remoteCopy(for: path)
+            defer { unlink(theirs.path) }
+            try await storage.download(remote, to: theirs)
+            if try Self.sameBytes(theirs, sent) {
+                try await sync.noteUploaded(path, generation: generation, version: version)
+                logger.info("\(path): the remote already holds the bytes owed (an upload whose record was lost)")
+                return
+            }
             copy = ConflictCopy.path(for: path, at: Date())
-            try await storage.download(remote, to: try url(copy))
+            let target = try url(copy)
+            guard rename(theirs.path, target.path) == 0 else {
+                throw FileErrors.error(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO), "rename", target, .write)
+            }
         }
         try await sync.noteConflict(path, generation: generation, copy: copy, remoteVersion: version ?? "")
         logger.warning("\(path) changed on the remote: kept both (the remote version as \(copy.isEmpty ? "nothing: it was deleted" : copy))")
+    }
+
+    /// Whether two files hold the same bytes (read in 1 MiB chunks).
+    private static func sameBytes(_ a: URL, _ b: URL) throws -> Bool {
+        let (x, y) = (try FileHandle(forReadingFrom: a), try FileHandle(forReadingFrom: b))
+        defer { try? x.close(); try? y.close() }   // read-only handles: a failed close loses nothing
+        while true {
+            let (p, q) = (try x.read(upToCount: 1 << 20) ?? Data(), try y.read(upToCount: 1 << 20) ?? Data())
+            if p != q { return false }
+            if p.isEmpty { return true }
+        }
     }
 }
 

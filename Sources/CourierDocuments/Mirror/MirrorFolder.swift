@@ -30,6 +30,12 @@ struct MirrorFolder: Sendable {
         try place("uploads").appendingPathComponent(SHA256Hex.shortID("upload-", of: path))
     }
 
+    /// Where the remote's version of `path` lands when an upload is refused, before it is
+    /// compared with the bytes sent and kept as a conflict copy.
+    func remoteCopy(for path: String) throws -> URL {
+        try place("conflicts").appendingPathComponent(SHA256Hex.shortID("remote-", of: path))
+    }
+
     private func place(_ name: String) throws -> URL {
         let dir = url.appendingPathComponent(name, isDirectory: true)
         do { try Durability.createFolder(dir) } catch {
