@@ -3,6 +3,10 @@ import Foundation
 
 /// One single-connection attempt: the request, the reply judged by `HTTP/`, the body written.
 extension DownloadRun {
+    /// A body from zero up to this length is small: its partial stays unnamed until
+    /// something relies on its bytes, and its validators are written only with its completion.
+    static let smallBody: Int64 = 1 << 20
+
     // MARK: What an attempt came to
 
     /// The bytes the partial holds: its length, or for a segmented download (preallocated
@@ -96,7 +100,7 @@ extension DownloadRun {
         // its completion): its partial is named only when something relies on its bytes
         // (DownloadRun+UnnamedPartial). Not with an app's completion hook: its transaction
         // renames a partial that has a name, which another process's cancel can delete.
-        let small = plan.offset == 0 && (plan.expectedBodyLength.map { $0 <= 1 << 20 } ?? false)
+        let small = plan.offset == 0 && (plan.expectedBodyLength.map { $0 <= Self.smallBody } ?? false)
         let unnamed = small && context.completionHooks.hook(for: id) == nil
         // What earlier attempts left: a short body of unannounced length must add to it
         // (read first: a new unnamed partial deletes it).

@@ -96,7 +96,7 @@ public actor Downloader {
         self.context = EngineContext(configuration: configuration, database: database, transport: transport,
                                      refresher: urlRefresher, authorizer: requestAuthorizer, logger: logger, hub: hub,
                                      ticker: ProgressTicker(hub: hub, interval: configuration.progressEventInterval, clock: configuration.clock),
-                                     owner: LeaseOwner.make())
+                                     owner: configuration.leaseOwner ?? LeaseOwner.make())
     }
 
     /// The transport every request of this downloader goes through; the feature targets
@@ -222,9 +222,12 @@ public actor Downloader {
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         // Running in another process: its lease stays until that run sees the pause (a claim in between made two writers of one partial; the simulator).
         let owner = context.owner
-        if try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: $0.state == .downloading && owner.isBlocked(by: $0)) }) != nil, !announced {
-            context.hub.publish(.ended(id: id, .paused(nil)))
-        }
+        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: $0.state == .downloading && owner.isBlocked(by: $0)) }) != nil else { return }
+        // A run launched here while this waited (the queue's page, read before the pause,
+        // came in): stopped as a pause, its end announces it. Found by the simulator: right
+        // after a relaunch's start(), the pause said done and the download went on.
+        if await stopRunning(id, .pause) { announced = true }
+        if !announced { context.hub.publish(.ended(id: id, .paused(nil))) }
     }
 
     /// Cancels a download: its partial file and its record are deleted. A completed

@@ -45,6 +45,11 @@ public struct DownloaderConfiguration: Sendable {
     /// Told of every event as it is published (the simulator's journal); none in an app.
     package var eventTap: (@Sendable (DownloadEvent) -> Void)? = nil
 
+    /// The lease owner this downloader writes, or a fresh one for this process (`nil`, as in
+    /// an app): the simulator gives each simulated process its own, judged alive or killed
+    /// by a liveness of its own.
+    package var leaseOwner: LeaseOwner? = nil
+
     /// Connections per download when a request does not say (default 1); see
     /// ``DownloadRequest/connections``.
     public var connectionsPerDownload: Int = 1

@@ -328,6 +328,29 @@ import CourierTestSupport
             #expect(fx.origin.requests.isEmpty)
         }
     }
+
+    /// The same for a small file without a checksum: its validators are written only with
+    /// its completion, so the size and ETag recorded may be another reply's than the file's
+    /// (the simulator, seed 1750419326). It is asked again, and completes as the server's.
+    @Test func killedBetweenRenameAndRecordUpdateOfASmallFileAsksAgain() async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("s.bin", size: 100_000)
+            let db = try fx.database()
+            try Data(repeating: 7, count: data.count).write(to: fx.root.appendingPathComponent("s.bin"))   // another version, same size
+            var rec = DownloadRecord(id: "s", remoteUrl: fx.url("s.bin"), localFinalPath: "s.bin", partialPath: "s.bin.partial")
+            rec.state = .downloading; rec.totalBytes = Int64(data.count); rec.bytesReceived = 0; rec.etag = "\"elsewhere\""
+            try await db.save(rec)
+            try Data().write(to: fx.root.appendingPathComponent("s.bin.partial"))   // named empty by a stop before its body
+            let d = try fx.downloader()
+            try await d.start()
+            let done = try await d.waitForCompletion(id: "s")
+            await d.shutdown()
+            #expect(done.state == .completed)
+            #expect(fx.origin.requests.count == 1)
+            #expect(try Data(contentsOf: fx.root.appendingPathComponent("s.bin")) == data)
+            #expect(!FileManager.default.fileExists(atPath: fx.root.appendingPathComponent("s.bin.partial").path))
+        }
+    }
 }
 
 final class WriteCounter: @unchecked Sendable { // guarded by lock

@@ -170,10 +170,13 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
 /// all on the engine's clock and the simulator's executor.
 struct SimulatedTransport: HTTPTransport {
     let server: SimulatedServer
+    /// The process sending (a killed one's requests and bodies never go on), or none.
+    var process: SimulatedProcess? = nil
 
     func send(_ request: TransportRequest) async throws -> TransportResponse {
+        try await process?.haltIfDead()
         let reply = server.reply(to: request)
-        let clock = server.clock
+        let clock: any EngineClock = process.map { ProcessClock(world: server.clock, process: $0) } ?? server.clock
         if let delay = reply.headDelay { try await clock.sleep(for: delay, .simulatedNetwork) }
         var fields = HTTPFields()
         for (name, value) in reply.headers { fields[HTTPField.Name(name)!] = value }

@@ -53,6 +53,10 @@ struct SimulationScenario {
         // What the world added later draws from a stream of its own: the draws above stay
         // what they were, so the corpus's older seeds keep their worlds.
         var later = SplitMix(seed: seed ^ 0x5EED_0F_1A7E_0001)
+        // Kills from a third: in one world of four the app's process is killed at a moment
+        // drawn here and relaunched (the stream chosen so that no seed of the corpus is one).
+        var fates = SplitMix(seed: seed ^ Self.fatesStream)
+        let killAt: Duration? = fates.next() % 4 == 0 ? .milliseconds(Int64(fates.next() % 8000)) : nil
         let trace = Trace(clock: clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
                                      partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace)
@@ -78,16 +82,50 @@ struct SimulationScenario {
             // Events are journaled as they are published (a subscriber hears of them a step
             // later, after the app may have acted again).
             configuration.eventTap = { event in Self.note(event, in: trace) }
-            let quiet = Logger(label: "simulation", factory: { _ in SwiftLogNoOpLogHandler() })
-            let downloader = Downloader(configuration: configuration, database: database, transport: SimulatedTransport(server: server), logger: quiet)
+            var ids: [String] = []
+            // The processes of a world with a kill: each with a pid of its own, judged by
+            // one liveness (a killed one is gone, its leases free at once).
+            let processes = [SimulatedProcess(pid: 1001), SimulatedProcess(pid: 1002), SimulatedProcess(pid: 1003)]
+            let liveness = SimulatedProcess.liveness { processes }
+            var first = configuration
+            if killAt != nil {
+                first.clock = ProcessClock(world: clock, process: processes[0])
+                first.leaseOwner = processes[0].owner(liveness)
+            }
+            var downloader = Downloader(configuration: first, database: database,
+                                        transport: SimulatedTransport(server: server, process: killAt == nil ? nil : processes[0]),
+                                        logger: TraceLogHandler.logger("app", trace))
+            var killed: Downloader?
+            var kill = killAt.map { clock.now + $0 }
+            if let killAt { trace.add("world: the app's process is killed at \(killAt)") }
             // Another process on the same database (a second downloader, with a lease owner of
             // its own): it pauses, cancels and resumes downloads the first one runs.
-            let elsewhere = Downloader(configuration: configuration, database: database, transport: SimulatedTransport(server: server), logger: quiet)
+            var second = configuration
+            if killAt != nil { second.leaseOwner = processes[1].owner(liveness) }
+            let elsewhere = Downloader(configuration: second, database: database, transport: SimulatedTransport(server: server),
+                                       logger: TraceLogHandler.logger("elsewhere", trace))
+            // The kill: the app's process stops dead, what was ready runs to its next wait (the
+            // moment of the kill), the files and the database must agree, and the app is
+            // launched again as a new process on them.
+            func killAndRelaunch() async throws {
+                trace.add("kill: process 1001")
+                processes[0].kill()
+                try? await clock.sleep(for: .milliseconds(1), .simulatedNetwork)   // cancelled only with the world
+                outcome.violations += try await Self.disagreements(ids: ids, database: database, server: server, directory: directory, when: "after the kill")
+                var next = configuration
+                next.clock = ProcessClock(world: clock, process: processes[2])
+                next.leaseOwner = processes[2].owner(liveness)
+                killed = downloader
+                downloader = Downloader(configuration: next, database: database, transport: SimulatedTransport(server: server, process: processes[2]),
+                                        logger: TraceLogHandler.logger("relaunched", trace))
+                let picked = try await downloader.start()
+                trace.add("relaunch: process 1003 picked up \(picked.sorted())")
+                kill = nil
+            }
 
             // The downloads: one to three files of sizes that take every path (empty, small and
             // unnamed, over 1 MiB and named, segmented).
             let count = 1 + Int(rng.next() % 3)
-            var ids: [String] = []
             for i in 0..<count {
                 let size = [0, 5_000, 200_000, 700_000, 1_300_000][Int(rng.next() % 5)]
                 let path = "/f\(i).bin"
@@ -106,7 +144,12 @@ struct SimulationScenario {
             // the ids whose last action was a start the app was told took effect.
             var resumed: Set<String> = []
             for _ in 0..<Int(rng.next() % 5) {
-                try? await clock.sleep(for: .milliseconds(Int64(rng.next() % 3000)), .simulatedNetwork)
+                let next = clock.now + .milliseconds(Int64(rng.next() % 3000))
+                if let at = kill, at <= next {
+                    try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
+                    try await killAndRelaunch()
+                }
+                try? await clock.sleep(until: next, for: .simulatedNetwork)
                 let id = ids[Int(rng.next() % UInt64(ids.count))]
                 let action = ["pause", "resume", "cancel", "pause+resume", "pause elsewhere", "cancel elsewhere", "resume elsewhere"][Int(rng.next() % 7)]
                 var result = "ok"
@@ -130,6 +173,11 @@ struct SimulationScenario {
                     let allowed: [DownloadState?] = action == "pause" ? [.paused, .completed, .failed] : [nil]
                     if !allowed.contains(state) { outcome.violations.append("\(id): \(action) said done, and the record is \(state.map { "\($0)" } ?? "gone")") }
                 }
+            }
+
+            if let at = kill {
+                try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
+                try await killAndRelaunch()
             }
 
             // Then every paused download is resumed, and the world runs until each ended.
@@ -188,6 +236,14 @@ struct SimulationScenario {
                 if requests > 400 { outcome.violations.append("\(id): \(requests) requests") }
             }
             outcome.violations += Self.brokenOrder(trace.journal, ids: ids)
+            // The killed process is shut down, then let go on (unchecked): its runs, cancelled,
+            // end at their next wait, and free the seed's memory.
+            if let killed {
+                let stopping = EngineExecutor.current.task { await killed.shutdown() }
+                try? await clock.sleep(for: .milliseconds(1), .simulatedNetwork)   // cancelled only with the world
+                processes[0].reap()
+                await stopping.value
+            }
         } catch {
             outcome.violations.append("the scenario failed: \(error)")
         }
@@ -253,6 +309,23 @@ struct SimulationScenario {
         }
         return broken
     }
+
+    /// The files and the database agree: every download its record says completed has its
+    /// final file, the version its ETag names.
+    static func disagreements(ids: [String], database: CourierDatabase, server: SimulatedServer, directory: URL, when: String) async throws -> [String] {
+        var found: [String] = []
+        for (i, id) in ids.enumerated() {
+            guard let record = try await database.record(id: id), record.state == .completed else { continue }
+            let file = try? Data(contentsOf: directory.appendingPathComponent("f\(i).bin"))   // none: the disagreement said below
+            if file == nil || file != server.version("/f\(i).bin", etag: record.etag) {
+                found.append("\(id): completed \(when), but its file is not the version its ETag names (\(file?.count ?? -1) B)")
+            }
+        }
+        return found
+    }
+
+    /// The seed stream of kills (see `run`).
+    static let fatesStream: UInt64 = 0x4B11_1ED0_0000_001F
 
     static func words(_ end: DownloadEnd) -> String {
         switch end {
