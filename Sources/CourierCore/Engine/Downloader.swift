@@ -226,7 +226,13 @@ public actor Downloader {
         // A run launched here while this waited (the queue's page, read before the pause,
         // came in): stopped as a pause, its end announces it. Found by the simulator: right
         // after a relaunch's start(), the pause said done and the download went on.
-        if await stopRunning(id, .pause) { announced = true }
+        if await stopRunning(id, .pause) {
+            announced = true
+            // A cancel asked meanwhile won (its rank is higher): as above.
+            if case .some(.none) = await context.bestEffort("reading the record", id: id, { try await context.database.record(id: id) }) {
+                throw CourierError(.notFound, "download \(id) was cancelled while it was being paused")
+            }
+        }
         if !announced { context.hub.publish(.ended(id: id, .paused(nil))) }
     }
 

@@ -103,9 +103,11 @@ struct DocumentSyncStore: Sendable {
     }
 
     /// Generation `generation` reached the remote as `version`: synced, unless a newer
-    /// write is owed (that one is then based on `version`).
+    /// write is owed (that one is then based on `version`). A durable commit: a power cut
+    /// that took it back with a newer write owed would send that one over the version
+    /// before, refused, and keep this upload's bytes as a conflict copy.
     func noteUploaded(_ path: String, generation: Int64, version: String?) async throws {
-        try await writer.write { db in
+        try await writer.writeDurably { db in
             try db.execute(sql: """
                 UPDATE courierDocumentSync SET base = ?, attempts = 0, errorCode = NULL, errorMessage = NULL, errorStatus = NULL,
                   state = CASE WHEN generation = ? THEN 'synced' ELSE 'pending' END

@@ -139,8 +139,9 @@ extension MirrorContainer {
         }
     }
 
-    /// The remote changed since the local copy was taken: its version is downloaded beside
-    /// the document (the local one stays as it is) and the conflict recorded. A remote
+    /// The remote changed since the local copy was taken: its version is downloaded (into
+    /// `.courier/conflicts/`, then put beside the document; the local one stays as it is)
+    /// and the conflict recorded. A remote
     /// deleted meanwhile leaves no copy; the next write then creates it again. A remote that
     /// holds exactly the bytes sent is this upload's own, its record taken back (a power cut
     /// after the remote had it, before the commit saying so): recorded sent, no conflict.
@@ -159,8 +160,15 @@ extension MirrorContainer {
             }
             copy = ConflictCopy.path(for: path, at: Date())
             let target = try url(copy)
-            guard rename(theirs.path, target.path) == 0 else {
-                throw FileErrors.error(POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO), "rename", target, .write)
+            do {
+                try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+                if rename(theirs.path, target.path) != 0 {
+                    // Another volume under the root (a mount point, a symlinked folder): copied.
+                    guard errno == EXDEV else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+                    try FileManager.default.copyItem(at: theirs, to: target)
+                }
+            } catch {
+                throw FileErrors.error(error, "keep the remote version of \(path) as", target, .write)
             }
         }
         try await sync.noteConflict(path, generation: generation, copy: copy, remoteVersion: version ?? "")

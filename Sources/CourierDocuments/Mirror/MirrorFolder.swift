@@ -1,8 +1,9 @@
 import Courier
 import Foundation
 
-/// The mirror's own hidden folder, `<root>/.courier/`: coordination locks and upload
-/// snapshots live there, never beside the user's documents. (Placeholders stay beside
+/// The mirror's own hidden folder, `<root>/.courier/`: coordination locks, upload
+/// snapshots, downloads on their way in and a refused upload's remote version live there,
+/// never beside the user's documents. (Placeholders stay beside
 /// their documents on purpose, as iCloud's `.name.icloud` files do.)
 struct MirrorFolder: Sendable {
     let url: URL
