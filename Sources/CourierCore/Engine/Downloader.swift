@@ -205,11 +205,8 @@ public actor Downloader {
             // paused over a download that no longer existed). Queued or downloading: another
             // process took it over meanwhile, and it is paused there as below (this paused
             // only its own stale run while the download went on). Both found by the simulator.
-            switch await context.bestEffort("reading the record", id: id, { try await context.database.record(id: id) }) {
-            case .some(.none): throw CourierError(.notFound, "download \(id) was cancelled while it was being paused")
-            case let .some(.some(record)) where record.state == .queued || record.state == .downloading: announced = true
-            default: return
-            }
+            guard let state = try await recordAfterStoppedPause(id)?.state, state == .queued || state == .downloading else { return }
+            announced = true
         }
         let record = try await storedRecord(id)
         guard !record.state.isTerminal else { return }
@@ -228,12 +225,20 @@ public actor Downloader {
         // after a relaunch's start(), the pause said done and the download went on.
         if await stopRunning(id, .pause) {
             announced = true
-            // A cancel asked meanwhile won (its rank is higher): as above.
-            if case .some(.none) = await context.bestEffort("reading the record", id: id, { try await context.database.record(id: id) }) {
-                throw CourierError(.notFound, "download \(id) was cancelled while it was being paused")
-            }
+            _ = try await recordAfterStoppedPause(id)   // a cancel asked meanwhile won (its rank is higher): as above
         }
         if !announced { context.hub.publish(.ended(id: id, .paused(nil))) }
+    }
+
+    /// The record of download `id` once a run of it here was stopped as a pause; nil when it
+    /// cannot be read (the run's own end stands). Throws ``CourierError/Code/notFound`` when a
+    /// cancel won meanwhile and the record is gone.
+    private func recordAfterStoppedPause(_ id: String) async throws -> DownloadRecord? {
+        switch await context.bestEffort("reading the record", id: id, { try await context.database.record(id: id) }) {
+        case .some(.none): throw CourierError(.notFound, "download \(id) was cancelled while it was being paused")
+        case let .some(.some(record)): return record
+        case .none: return nil
+        }
     }
 
     /// Cancels a download: its partial file and its record are deleted. A completed
