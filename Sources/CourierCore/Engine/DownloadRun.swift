@@ -103,8 +103,10 @@ struct DownloadRun: Sendable {
         // that (the simulator: a download another process had failed, asked for again).
         let owner = context.owner
         let expiry = context.leaseExpiry()
-        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, {
-            $0.claim(by: owner, until: expiry)
+        let cut = Locked(false)   // the run before never ended (its process was killed)
+        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
+            cut.withLock { $0 = r.runWasCut(claimer: owner) }
+            r.claim(by: owner, until: expiry)
         }) else {
             if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
             throw ExternalStop()
@@ -114,21 +116,8 @@ struct DownloadRun: Sendable {
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
 
-        // Killed between the rename and the record update: the final file is whole. (Not
-        // while revalidating without a checksum: the file in place may still be the old
-        // version, of the same size; asking again is the safe way to tell.) Nor for a small
-        // body without a checksum: its validators are written only with its completion, so
-        // the size and ETag recorded may be another reply's (a later run stopped before its
-        // body) than the file's, and completing would name the wrong version; it is asked
-        // again, at most 1 MiB (the simulator, once processes could be killed).
-        if let total = record.totalBytes, total > 0, PartialFile.length(at: partialURL) == 0,
-           record.heldBytes == nil || record.expectedSHA256 != nil,
-           total > Self.smallBody || record.expectedSHA256 != nil,
-           PartialFile.length(at: finalURL) == total,
-           try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
-            try discardPartial(partialURL)   // an empty one, named by a stop before its body
-            if let done = try await markCompleted(length: total) { return .completed(done) }
-            throw ExternalStop()
+        if let done = try await settleFileInPlace(record, afterCutRun: cut.withLock { $0 }, partialURL: partialURL, finalURL: finalURL) {
+            return .completed(done)
         }
 
         // A hand-off's reply made the partial whole: the usual finish (size, SHA-256, sync,

@@ -149,7 +149,7 @@ extension Downloader {
         existing.lastErrorCode = nil
         existing.lastErrorMessage = nil
         existing.leaseOwner = nil
-        existing.leaseExpiresAt = nil
+        existing.leaseExpiresAt = stored.runWasCut(claimer: owner) ? stored.leaseExpiresAt : nil   // the mark stays for its next claim
         if fresh {
             existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
             try Segment.filter(Segment.Columns.downloadId == p.id).deleteAll(db)

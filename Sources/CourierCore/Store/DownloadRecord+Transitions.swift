@@ -99,6 +99,24 @@ extension DownloadRecord {
         if let kept { bytesReceived = kept }
     }
 
+    /// What the bulk requeue does to one record (``requeueAssignments``): ``requeue(keeping:freshStart:)``,
+    /// except that a record still `downloading` keeps its lease's expiry without an owner.
+    /// No live run holds such a record (the bulk requeue skips leases in force), so its run
+    /// never ended; that expiry is the mark a claim reads as ``runWasCut(claimer:)``.
+    mutating func requeueLeftOver(freshStart: Bool) {
+        let cut = state == .downloading ? leaseExpiresAt : nil
+        requeue(keeping: nil, freshStart: freshStart)
+        leaseExpiresAt = cut
+    }
+
+    /// Whether the run that last claimed this record never ended (its process was killed, or
+    /// lost its lease): its lease is left on a record still `downloading` by another owner
+    /// than `owner`, or only the lease's expiry is, where a relaunch requeued it.
+    func runWasCut(claimer owner: LeaseOwner) -> Bool {
+        if let holder = leaseOwner { return state == .downloading && holder != owner.id }
+        return leaseExpiresAt != nil
+    }
+
     /// Handed to the system keeping `kept` bytes: `handedOff`, no lease; the engine leaves
     /// it alone until the hand-off ends (see ``HandOffRecord``).
     mutating func handOff(keeping kept: Int64) {
@@ -118,10 +136,11 @@ extension DownloadRecord {
         resumable = reply.resumable
     }
 
-    /// ``requeue(keeping:freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
+    /// ``requeueLeftOver(freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
     /// `freshStart` for failed records: the first argument is `updatedAt`.
     static let requeueAssignments = """
-        state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
+        state = 'queued', leaseOwner = NULL, updatedAt = ?,
+            leaseExpiresAt = CASE WHEN state = 'downloading' THEN leaseExpiresAt ELSE NULL END,
             attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
             bytesDiscarded = CASE WHEN state = 'failed' THEN 0 ELSE bytesDiscarded END,
             lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,

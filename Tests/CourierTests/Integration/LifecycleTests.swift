@@ -351,6 +351,50 @@ import CourierTestSupport
             #expect(!FileManager.default.fileExists(atPath: fx.root.appendingPathComponent("s.bin.partial").path))
         }
     }
+
+    /// A small file a killed run put in place before its record said so, which the next run
+    /// cannot trust: it is taken away before that run asks again, so a download that then
+    /// fails leaves nothing in place (the database and the files agree). The simulator, seed
+    /// 157288212: the failed download kept the dead process's file.
+    /// `askedAgain`: the app (or `courier get`) asks for it again before the relaunch's start.
+    @Test(arguments: [false, true])
+    func aFileAKilledRunPutInPlaceIsNotLeftByADownloadThatThenFails(askedAgain: Bool) async throws {
+        try await withFixture { fx in
+            let db = try fx.database()
+            let final = fx.root.appendingPathComponent("gone.bin")
+            var rec = DownloadRecord(id: "g", remoteUrl: fx.url("gone.bin"), localFinalPath: "gone.bin", partialPath: "gone.bin.partial")
+            rec.state = .downloading; rec.leaseOwner = "elsewhere:1:gone"; rec.leaseExpiresAt = Date(timeIntervalSinceNow: -1)   // its run was killed
+            try await db.save(rec)
+            try Data(repeating: 7, count: 5000).write(to: final)   // renamed in place; the record never said so
+            let d = try fx.downloader()
+            if askedAgain { try await d.enqueue(DownloadRequest(id: "g", url: fx.url("gone.bin"), destination: "gone.bin")) }
+            try await d.start()
+            await #expect(throws: CourierError.self) { try await d.waitForCompletion(id: "g") }   // 404: failed for good
+            await d.shutdown()
+            #expect(try await db.record(id: "g")?.state == .failed)
+            #expect(!FileManager.default.fileExists(atPath: final.path))
+        }
+    }
+
+    /// A file that was at the destination before the download (older than its record) is
+    /// not the killed run's: it stays until a completion replaces it.
+    @Test func aFileAtTheDestinationBeforeTheDownloadStaysWhenItFails() async throws {
+        try await withFixture { fx in
+            let db = try fx.database()
+            let final = fx.root.appendingPathComponent("gone.bin")
+            try Data(repeating: 7, count: 5000).write(to: final)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: final.path)
+            var rec = DownloadRecord(id: "g", remoteUrl: fx.url("gone.bin"), localFinalPath: "gone.bin", partialPath: "gone.bin.partial")
+            rec.state = .downloading; rec.leaseOwner = "elsewhere:1:gone"; rec.leaseExpiresAt = Date(timeIntervalSinceNow: -1)   // its run was killed
+            try await db.save(rec)
+            let d = try fx.downloader()
+            try await d.start()
+            await #expect(throws: CourierError.self) { try await d.waitForCompletion(id: "g") }   // 404: failed for good
+            await d.shutdown()
+            #expect(try await db.record(id: "g")?.state == .failed)
+            #expect(try Data(contentsOf: final) == Data(repeating: 7, count: 5000))
+        }
+    }
 }
 
 final class WriteCounter: @unchecked Sendable { // guarded by lock
