@@ -5,7 +5,7 @@ extension DownloadRun {
     /// its record is not completed. Returns the completed record when that file is the
     /// download's, whole (nothing is asked); nil when the run goes on and asks.
     ///
-    /// `afterCutRun`: the claim took over a run that never ended (``DownloadRecord/runWasCut(claimer:)``).
+    /// `afterCutRun`: the claim took over a run that never ended (``DownloadRecord/runWasCut``).
     func settleFileInPlace(_ record: DownloadRecord, afterCutRun: Bool, partialURL: URL, finalURL: URL) async throws -> DownloadRecord? {
         // Killed between the rename and the record update: the final file is whole. (Not
         // while revalidating without a checksum: the file in place may still be the old

@@ -105,7 +105,7 @@ struct DownloadRun: Sendable {
         let expiry = context.leaseExpiry()
         let cut = Locked(false)   // the run before never ended (its process was killed)
         guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
-            cut.withLock { $0 = r.runWasCut(claimer: owner) }
+            cut.withLock { $0 = r.runWasCut }
             r.claim(by: owner, until: expiry)
         }) else {
             if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }

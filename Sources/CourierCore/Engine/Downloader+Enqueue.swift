@@ -148,8 +148,8 @@ extension Downloader {
         existing.bytesDiscarded = 0
         existing.lastErrorCode = nil
         existing.lastErrorMessage = nil
-        existing.leaseOwner = nil
-        existing.leaseExpiresAt = stored.runWasCut(claimer: owner) ? stored.leaseExpiresAt : nil   // the mark stays for its next claim
+        existing.markCutRun(notRunBy: owner)   // not running here (above), nor leased elsewhere
+        existing.releaseLease()
         if fresh {
             existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
             try Segment.filter(Segment.Columns.downloadId == p.id).deleteAll(db)

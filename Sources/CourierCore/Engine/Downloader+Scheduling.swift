@@ -199,6 +199,9 @@ extension Downloader {
                 adopt(record)
                 return
             }
+            // Handed off here meanwhile (a run launched from a page read before the hand-off,
+            // its claim refused): not an end; the hand-off's adoption ends it.
+            if record?.state == .handedOff { return }
             end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
         }
         context.hub.publish(.ended(id: id, end))

@@ -181,7 +181,9 @@ public actor Downloader {
             }
         }
         let partialLength = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
-        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: context.owner, {
+        let owner = context.owner
+        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: owner, {
+            $0.markCutRun(notRunBy: owner)
             $0.requeue(keeping: partialLength, freshStart: true)
         }) else {
             if record.state == .handedOff { throw CourierError(.invalidState, "download \(id) is handed off to the system; take it back first (BackgroundTransfers.takeBack)") }
@@ -219,7 +221,11 @@ public actor Downloader {
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         // Running in another process: its lease stays until that run sees the pause (a claim in between made two writers of one partial; the simulator).
         let owner = context.owner
-        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: $0.state == .downloading && owner.isBlocked(by: $0)) }) != nil else { return }
+        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { r in
+            let leaseKept = r.state == .downloading && owner.isBlocked(by: r)
+            r.markCutRun(notRunBy: owner)
+            r.pause(keeping: length, leaseKept: leaseKept)
+        }) != nil else { return }
         // A run launched here while this waited (the queue's page, read before the pause,
         // came in): stopped as a pause, its end announces it. Found by the simulator: right
         // after a relaunch's start(), the pause said done and the download went on.

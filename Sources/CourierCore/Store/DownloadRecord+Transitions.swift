@@ -99,23 +99,28 @@ extension DownloadRecord {
         if let kept { bytesReceived = kept }
     }
 
-    /// What the bulk requeue does to one record (``requeueAssignments``): ``requeue(keeping:freshStart:)``,
-    /// except that a record still `downloading` keeps its lease's expiry without an owner.
-    /// No live run holds such a record (the bulk requeue skips leases in force), so its run
-    /// never ended; that expiry is the mark a claim reads as ``runWasCut(claimer:)``.
+    /// What the bulk requeue does to one record (``requeueAssignments``): no run holds it
+    /// (the bulk requeue skips leases in force and what runs here), so a lease it carries is
+    /// a cut run's and stays as its mark (``markCutRun(notRunBy:)``); then
+    /// ``requeue(keeping:freshStart:)``.
     mutating func requeueLeftOver(freshStart: Bool) {
-        let cut = state == .downloading ? leaseExpiresAt : nil
+        leaseOwner = nil
         requeue(keeping: nil, freshStart: freshStart)
-        leaseExpiresAt = cut
     }
 
-    /// Whether the run that last claimed this record never ended (its process was killed, or
-    /// lost its lease): its lease is left on a record still `downloading` by another owner
-    /// than `owner`, or only the lease's expiry is, where a relaunch requeued it.
-    func runWasCut(claimer owner: LeaseOwner) -> Bool {
-        if let holder = leaseOwner { return state == .downloading && holder != owner.id }
-        return leaseExpiresAt != nil
+    /// Called by `owner` before it changes a record that no run of its own holds: a lease
+    /// that does not keep `owner` out (its holder gone, or expired) belongs to a run that
+    /// never ended (its process was killed). Its owner goes; its expiry stays, without an
+    /// owner, as the mark of that cut run, through every change until the next claim reads
+    /// it (``runWasCut``) and the file a cut completion may have left is judged. No write
+    /// of its own: it rides on the change that follows.
+    mutating func markCutRun(notRunBy owner: LeaseOwner) {
+        if leaseOwner != nil, !owner.isBlocked(by: self) { leaseOwner = nil }
     }
+
+    /// Whether, read before a claim, the record's last run never ended: a lease is left on
+    /// it (a cut run's, or its mark).
+    var runWasCut: Bool { leaseExpiresAt != nil }
 
     /// Handed to the system keeping `kept` bytes: `handedOff`, no lease; the engine leaves
     /// it alone until the hand-off ends (see ``HandOffRecord``).
@@ -140,17 +145,17 @@ extension DownloadRecord {
     /// `freshStart` for failed records: the first argument is `updatedAt`.
     static let requeueAssignments = """
         state = 'queued', leaseOwner = NULL, updatedAt = ?,
-            leaseExpiresAt = CASE WHEN state = 'downloading' THEN leaseExpiresAt ELSE NULL END,
             attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
             bytesDiscarded = CASE WHEN state = 'failed' THEN 0 ELSE bytesDiscarded END,
             lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
             lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
         """
 
-    /// No lease: any process may claim it.
+    /// No lease: any process may claim it. A lease held goes with its expiry; the mark of a
+    /// cut run (an expiry without an owner, ``markCutRun(notRunBy:)``) stays until a claim.
     mutating func releaseLease() {
+        if leaseOwner != nil { leaseExpiresAt = nil }
         leaseOwner = nil
-        leaseExpiresAt = nil
     }
 
     private mutating func clearError() {

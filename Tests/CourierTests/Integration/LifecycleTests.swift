@@ -356,19 +356,23 @@ import CourierTestSupport
     /// cannot trust: it is taken away before that run asks again, so a download that then
     /// fails leaves nothing in place (the database and the files agree). The simulator, seed
     /// 157288212: the failed download kept the dead process's file.
-    /// `askedAgain`: the app (or `courier get`) asks for it again before the relaunch's start.
-    @Test(arguments: [false, true])
-    func aFileAKilledRunPutInPlaceIsNotLeftByADownloadThatThenFails(askedAgain: Bool) async throws {
+    /// `how` the download runs again: picked up by the relaunch's start; asked for again by
+    /// the app (or `courier get`) first; or paused by another process while the killed one
+    /// held it (its lease kept for it: the simulator, seed 342651272), then resumed here.
+    @Test(arguments: ["relaunch", "asked again", "paused and resumed"])
+    func aFileAKilledRunPutInPlaceIsNotLeftByADownloadThatThenFails(how: String) async throws {
         try await withFixture { fx in
             let db = try fx.database()
             let final = fx.root.appendingPathComponent("gone.bin")
             var rec = DownloadRecord(id: "g", remoteUrl: fx.url("gone.bin"), localFinalPath: "gone.bin", partialPath: "gone.bin.partial")
-            rec.state = .downloading; rec.leaseOwner = "elsewhere:1:gone"; rec.leaseExpiresAt = Date(timeIntervalSinceNow: -1)   // its run was killed
+            rec.state = how == "paused and resumed" ? .paused : .downloading
+            rec.leaseOwner = "elsewhere:1:gone"; rec.leaseExpiresAt = Date(timeIntervalSinceNow: -1)   // its run was killed
             try await db.save(rec)
             try Data(repeating: 7, count: 5000).write(to: final)   // renamed in place; the record never said so
             let d = try fx.downloader()
-            if askedAgain { try await d.enqueue(DownloadRequest(id: "g", url: fx.url("gone.bin"), destination: "gone.bin")) }
+            if how == "asked again" { try await d.enqueue(DownloadRequest(id: "g", url: fx.url("gone.bin"), destination: "gone.bin")) }
             try await d.start()
+            if how == "paused and resumed" { try await d.resume(id: "g") }
             await #expect(throws: CourierError.self) { try await d.waitForCompletion(id: "g") }   // 404: failed for good
             await d.shutdown()
             #expect(try await db.record(id: "g")?.state == .failed)

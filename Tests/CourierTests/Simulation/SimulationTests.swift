@@ -81,6 +81,8 @@ import Testing
          "the same, the download failing for good on 503s"),
         (157_341_959, ["kill: process 1001", "end: d1 failed E_TIMEOUT requests 5 file none"],
          "the same, for the second of two downloads"),
+        (342_651_272, ["app: pause elsewhere d2: ok", "kill: process 1001", "app: pause+resume d2: ok", "end: d2 failed E_HTTP_5XX requests 5 file none"],
+         "the same, where another process had paused the download while the killed one held it (its lease kept for that run): the pause and resume after the kill dropped the mark of the cut run (found once the first fix was in, in 40,000 seeds)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
