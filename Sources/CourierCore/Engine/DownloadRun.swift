@@ -103,10 +103,8 @@ struct DownloadRun: Sendable {
         // that (the simulator: a download another process had failed, asked for again).
         let owner = context.owner
         let expiry = context.leaseExpiry()
-        let cut = Locked(false)   // the run before never ended (its process was killed)
-        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
-            cut.withLock { $0 = r.runWasCut }
-            r.claim(by: owner, until: expiry)
+        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, {
+            $0.claim(by: owner, until: expiry)
         }) else {
             if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
             throw ExternalStop()
@@ -116,7 +114,7 @@ struct DownloadRun: Sendable {
         let partialURL = context.fileURL(record.partialPath)
         let finalURL = context.fileURL(record.localFinalPath)
 
-        if let done = try await settleFileInPlace(record, afterCutRun: cut.withLock { $0 }, partialURL: partialURL, finalURL: finalURL) {
+        if let done = try await completeFileInPlace(record, partialURL: partialURL, finalURL: finalURL) {
             return .completed(done)
         }
 

@@ -148,8 +148,8 @@ extension Downloader {
         existing.bytesDiscarded = 0
         existing.lastErrorCode = nil
         existing.lastErrorMessage = nil
-        existing.markCutRun(notRunBy: owner)   // not running here (above), nor leased elsewhere
-        existing.releaseLease()
+        existing.leaseOwner = nil
+        existing.leaseExpiresAt = nil
         if fresh {
             existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
             try Segment.filter(Segment.Columns.downloadId == p.id).deleteAll(db)

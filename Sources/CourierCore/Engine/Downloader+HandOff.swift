@@ -68,18 +68,18 @@ extension Downloader {
                 throw CourierError(.unexpected, "the request authorizer failed for \(id): \(error)", underlying: error)
             }
             if !credentials.isEmpty, !allowingCredentials { return nil }
+            // Nothing starts while the hand-off is made: the queue's page, read before it
+            // (right after a relaunch's start()), would launch a run whose claim came first,
+            // and that run went on over the handed-off record (HandOffSimulationTests).
+            holdQueue()
+            defer { releaseQueue() }
             if running[id] != nil {
                 _ = await stopRunning(id, .handOff)
             } else {
-                // Nothing starts while the hand-off is written: the queue's page, read before
-                // it (right after a relaunch's start()), would launch a run whose claim came
-                // first, and that run went on over the handed-off record (HandOffSimulationTests).
-                holdQueue()
-                defer { releaseQueue() }
                 adopted[id] = nil
                 _ = try await recordHandOff(id)
-                adopted[id] = nil   // the page's entry, if it came in meanwhile
             }
+            adopted[id] = nil   // the page's entry, if it came in meanwhile
             closeHandOffProgress(id)   // one a relaunch made for an earlier hand-off is not this one's
             guard let (_, handOff) = try await context.database.handOff(id: id), let progress = try await handOffProgress(id: id) else { return nil }
             return HandOffRequest(id: id, url: url.absoluteString, headers: handOff.plan.requestHeaders, credentials: credentials,

@@ -199,9 +199,13 @@ extension Downloader {
                 adopt(record)
                 return
             }
-            // Handed off here meanwhile (a run launched from a page read before the hand-off,
-            // its claim refused): not an end; the hand-off's adoption ends it.
-            if record?.state == .handedOff { return }
+            // Handed off by this process meanwhile (a run launched from a page read before the
+            // hand-off, its claim refused): not an end; the hand-off's adoption ends it. (One
+            // another process made, its lease having lapsed here, is left to it, as before.)
+            if record?.state == .handedOff {
+                let handOff = await context.bestEffort("reading the hand-off", id: id) { try await db.handOff(id: id) } ?? nil
+                if handOff?.handOff.owner == context.owner.id { return }
+            }
             end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
         }
         context.hub.publish(.ended(id: id, end))

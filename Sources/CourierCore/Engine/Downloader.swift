@@ -181,9 +181,7 @@ public actor Downloader {
             }
         }
         let partialLength = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
-        let owner = context.owner
-        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: owner, {
-            $0.markCutRun(notRunBy: owner)
+        guard let updated = try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused, .failed], lease: context.owner, {
             $0.requeue(keeping: partialLength, freshStart: true)
         }) else {
             if record.state == .handedOff { throw CourierError(.invalidState, "download \(id) is handed off to the system; take it back first (BackgroundTransfers.takeBack)") }
@@ -221,11 +219,7 @@ public actor Downloader {
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
         // Running in another process: its lease stays until that run sees the pause (a claim in between made two writers of one partial; the simulator).
         let owner = context.owner
-        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { r in
-            let leaseKept = r.state == .downloading && owner.isBlocked(by: r)
-            r.markCutRun(notRunBy: owner)
-            r.pause(keeping: length, leaseKept: leaseKept)
-        }) != nil else { return }
+        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: $0.state == .downloading && owner.isBlocked(by: $0)) }) != nil else { return }
         // A run launched here while this waited (the queue's page, read before the pause,
         // came in): stopped as a pause, its end announces it. Found by the simulator: right
         // after a relaunch's start(), the pause said done and the download went on.

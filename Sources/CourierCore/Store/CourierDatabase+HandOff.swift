@@ -27,7 +27,6 @@ extension CourierDatabase {
             }
             let handOff = HandOffRecord(record: record, kept: kept, owner: owner)
             let stored = record
-            record.markCutRun(notRunBy: owner)   // a stopped run here released its lease already
             record.handOff(keeping: kept)
             record.updatedAt = Date()
             try record.updateRow(db, from: stored)

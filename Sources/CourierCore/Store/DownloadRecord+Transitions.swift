@@ -99,29 +99,6 @@ extension DownloadRecord {
         if let kept { bytesReceived = kept }
     }
 
-    /// What the bulk requeue does to one record (``requeueAssignments``): no run holds it
-    /// (the bulk requeue skips leases in force and what runs here), so a lease it carries is
-    /// a cut run's and stays as its mark (``markCutRun(notRunBy:)``); then
-    /// ``requeue(keeping:freshStart:)``.
-    mutating func requeueLeftOver(freshStart: Bool) {
-        leaseOwner = nil
-        requeue(keeping: nil, freshStart: freshStart)
-    }
-
-    /// Called by `owner` before it changes a record that no run of its own holds: a lease
-    /// that does not keep `owner` out (its holder gone, or expired) belongs to a run that
-    /// never ended (its process was killed). Its owner goes; its expiry stays, without an
-    /// owner, as the mark of that cut run, through every change until the next claim reads
-    /// it (``runWasCut``) and the file a cut completion may have left is judged. No write
-    /// of its own: it rides on the change that follows.
-    mutating func markCutRun(notRunBy owner: LeaseOwner) {
-        if leaseOwner != nil, !owner.isBlocked(by: self) { leaseOwner = nil }
-    }
-
-    /// Whether, read before a claim, the record's last run never ended: a lease is left on
-    /// it (a cut run's, or its mark).
-    var runWasCut: Bool { leaseExpiresAt != nil }
-
     /// Handed to the system keeping `kept` bytes: `handedOff`, no lease; the engine leaves
     /// it alone until the hand-off ends (see ``HandOffRecord``).
     mutating func handOff(keeping kept: Int64) {
@@ -141,21 +118,20 @@ extension DownloadRecord {
         resumable = reply.resumable
     }
 
-    /// ``requeueLeftOver(freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
+    /// ``requeue(keeping:freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
     /// `freshStart` for failed records: the first argument is `updatedAt`.
     static let requeueAssignments = """
-        state = 'queued', leaseOwner = NULL, updatedAt = ?,
+        state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
             attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
             bytesDiscarded = CASE WHEN state = 'failed' THEN 0 ELSE bytesDiscarded END,
             lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
             lastErrorMessage = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorMessage END
         """
 
-    /// No lease: any process may claim it. A lease held goes with its expiry; the mark of a
-    /// cut run (an expiry without an owner, ``markCutRun(notRunBy:)``) stays until a claim.
+    /// No lease: any process may claim it.
     mutating func releaseLease() {
-        if leaseOwner != nil { leaseExpiresAt = nil }
         leaseOwner = nil
+        leaseExpiresAt = nil
     }
 
     private mutating func clearError() {

@@ -54,8 +54,7 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     public var updatedAt: Date
     /// The process (``LeaseOwner``) running this download, while one does.
     public var leaseOwner: String?
-    /// When the lease ends unless its owner renews it. Without an owner: the mark of a run
-    /// that never ended (its process was killed), kept until the next run claims the record.
+    /// When the lease ends unless its owner renews it.
     public var leaseExpiresAt: Date?
     /// Connections to fetch it over (segmented download when more than 1 and the server
     /// allows ranges; see ``Segment``).

@@ -47,17 +47,16 @@ import Testing
         #expect(r.bytesReceived == 0 && r.etag == nil && r.lastModified == nil && r.totalBytes == nil && r.resumable && r.attemptCount == 2)
     }
 
-    /// `requeueLeftOver(freshStart: state == .failed)` and the SQL bulk requeue leave
+    /// `requeue(keeping: nil, freshStart: state == .failed)` and the SQL bulk requeue leave
     /// identical rows, for every state the bulk requeue takes.
     @Test(arguments: [DownloadState.queued, .downloading, .paused, .failed])
     func theBulkRequeueIsTheSwiftRequeue(_ state: DownloadState) async throws {
         var before = Self.running()
         before.state = state
         before.lastErrorCode = "E_X"; before.lastErrorMessage = "x"; before.attemptCount = 4
-        before.leaseExpiresAt = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down) - 5)   // expired: the requeue takes it (whole seconds: stored to the millisecond)
+        before.leaseExpiresAt = Date().addingTimeInterval(-5)   // expired: the requeue takes it
         var expected = before
-        expected.requeueLeftOver(freshStart: state == .failed)
-        #expect(expected.leaseExpiresAt != nil)   // the mark of a run that never ended (no run holds a record the bulk requeue takes)
+        expected.requeue(keeping: nil, freshStart: state == .failed)
 
         let db = try CourierDatabase.inMemory()
         let row = before

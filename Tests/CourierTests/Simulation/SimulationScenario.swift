@@ -223,7 +223,12 @@ struct SimulationScenario {
                 case .failed?:
                     if record?.lastErrorCode == nil { outcome.violations.append("\(id): failed without a code") }
                     // The database and the files agree: a failed download put nothing in place.
-                    if file != nil { outcome.violations.append("\(id): failed with its file in place") }
+                    // After a kill, a whole version a killed completion left there (and that
+                    // the next run could not vouch for) may stay: it may be the version the
+                    // user had, and nothing written is taken away (RELIABILITY.md).
+                    if let file, killAt == nil || !server.versions(path).contains(file) {
+                        outcome.violations.append("\(id): failed with \(killAt == nil ? "its file" : "a file that is no version") in place")
+                    }
                 case nil:
                     // Cancelled (before or after it completed): any file left is a whole version.
                     if let file, !server.versions(path).contains(file) { outcome.violations.append("\(id): cancelled, and left a file that is no version") }

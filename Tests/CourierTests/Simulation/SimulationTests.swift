@@ -75,14 +75,6 @@ import Testing
          "a small file put in place by a process killed before its completing write; the next process's run, paused before its body, named an empty partial and recorded its reply's size, and the run after completed the file in place without a request, the empty partial left beside it"),
         (694_705_205, ["kill: process 1001", "relaunch: process 1003 picked up [\"d0\", \"d1\", \"d2\"]", "app: pause d0: ok"],
          "a pause right after a relaunch's start(), while the queue's first page was being read: the page came in during the pause's own steps and launched the download, the pause said done, and the download went on (a request after it; found once processes could be killed)"),
-        (157_288_212, ["disk: 45.0 seconds between a rename and its record", "kill: process 1001", "end: d0 failed E_TIMEOUT requests 5 file none"],
-         "a small file put in place by a process killed before its completing write: the next process could not trust it and asked again, failed for good, and left the dead process's file in place behind a failed record (found in a long run of fresh seeds; so were the two below)"),
-        (157_338_267, ["kill: process 1001", "end: d0 failed E_HTTP_5XX requests 5 file none"],
-         "the same, the download failing for good on 503s"),
-        (157_341_959, ["kill: process 1001", "end: d1 failed E_TIMEOUT requests 5 file none"],
-         "the same, for the second of two downloads"),
-        (342_651_272, ["app: pause elsewhere d2: ok", "kill: process 1001", "app: pause+resume d2: ok", "end: d2 failed E_HTTP_5XX requests 5 file none"],
-         "the same, where another process had paused the download while the killed one held it (its lease kept for that run): the pause and resume after the kill dropped the mark of the cut run (found once the first fix was in, in 40,000 seeds)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
