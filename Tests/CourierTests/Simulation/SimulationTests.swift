@@ -109,7 +109,7 @@ import Testing
         // A long run says how far it got every 10,000 seeds, and each failure at once: one cut
         // off by a time limit still reports.
         let tally = Locked((done: 0, failed: 0))
-        let runs = await SimulationExecutor.onThreads(seeds, enough: { $0.filter { failing($0.0, $0.1) }.count >= 3 }) { seed -> (SimulationExecutor.End, SimulationScenario.Outcome) in
+        let runs = await SimulationExecutor.onThreads(seeds, stopAfter: 3, failing: { failing($0.0, $0.1) }) { seed -> (SimulationExecutor.End, SimulationScenario.Outcome) in
             if env["COURIER_SIM_DEBUG"] != nil { print("begin \(seed)"); fflush(nil) }
             let (end, outcome) = Self.simulateHere(seed)
             let (done, failed) = tally.withLock { t in
