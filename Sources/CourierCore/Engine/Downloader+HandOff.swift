@@ -76,10 +76,9 @@ extension Downloader {
             if running[id] != nil {
                 _ = await stopRunning(id, .handOff)
             } else {
-                adopted[id] = nil
                 _ = try await recordHandOff(id)
             }
-            adopted[id] = nil   // the page's entry, if it came in meanwhile
+            adopted[id] = nil   // out of the queue, with the page's entry if it came in meanwhile
             closeHandOffProgress(id)   // one a relaunch made for an earlier hand-off is not this one's
             guard let (_, handOff) = try await context.database.handOff(id: id), let progress = try await handOffProgress(id: id) else { return nil }
             return HandOffRequest(id: id, url: url.absoluteString, headers: handOff.plan.requestHeaders, credentials: credentials,
