@@ -94,10 +94,13 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
         var headDelay: Duration?
     }
 
-    func reply(to request: TransportRequest) -> Reply {
+    /// `fromSystem`: asked by the system's task for a hand-off (``SimulatedSystem``), not by
+    /// the engine (the invariants of order read the engine's requests only).
+    func reply(to request: TransportRequest, fromSystem: Bool = false) -> Reply {
         let reply = answer(request)
         let logged = locked { log.last! }
-        trace.add("server: \(logged.path) \(logged.range ?? "-") \(logged.status) \(logged.fault.rawValue)", .request(path: logged.path))
+        trace.add("server: \(fromSystem ? "(system) " : "")\(logged.path) \(logged.range ?? "-") \(logged.status) \(logged.fault.rawValue)",
+                  fromSystem ? nil : .request(path: logged.path))
         return reply
     }
 

@@ -8,7 +8,8 @@ import Logging
 /// watchdog, ticker, lease heartbeat, completion and stops) over the ``SimulatedServer``, on
 /// the engine's clock and the ``SimulationExecutor``, with an app that pauses, resumes and
 /// cancels at moments drawn from the seed, itself or from another process (a second
-/// downloader on the same database). It returns a trace of what happened (the same for
+/// downloader on the same database), and hands downloads off to the system's background
+/// transfers (``SimulatedSystem``) and takes them back. It returns a trace of what happened (the same for
 /// the same seed, byte for byte) and the invariants it found broken.
 struct SimulationScenario {
     /// The outcome of one seed.
@@ -22,6 +23,8 @@ struct SimulationScenario {
         /// The app began (`done` false) or finished an action on a download.
         case app(id: String, action: String, done: Bool, ok: Bool)
         case downloading(id: String)
+        /// The engine has the download again (resumed, or its hand-off ended).
+        case queued(id: String)
         case ended(id: String, DownloadEnd)
         case request(path: String)
     }
@@ -57,6 +60,10 @@ struct SimulationScenario {
         // drawn here and relaunched (the stream chosen so that no seed of the corpus is one).
         var fates = SplitMix(seed: seed ^ Self.fatesStream)
         let killAt: Duration? = fates.next() % 4 == 0 ? .milliseconds(Int64(fates.next() % 8000)) : nil
+        // Hand-offs from a fourth: in one world of three the app hands downloads off to the
+        // system's background transfers and takes them back, at moments of its other actions.
+        var systems = SplitMix(seed: seed ^ Self.systemsStream)
+        let handsOff = systems.next() % 3 == 0
         let trace = Trace(clock: clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
                                      partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace)
@@ -96,6 +103,11 @@ struct SimulationScenario {
                                         transport: SimulatedTransport(server: server, process: killAt == nil ? nil : processes[0]),
                                         logger: TraceLogHandler.logger("app", trace))
             var killed: Downloader?
+            // The system's background transfers: they go on through a kill, and end with the
+            // process alive then.
+            let system = SimulatedSystem(server: server, directory: directory, trace: trace)
+            system.deliver(to: downloader)
+            if handsOff { trace.add("world: the app hands downloads off to the system") }
             var kill = killAt.map { clock.now + $0 }
             if let killAt { trace.add("world: the app's process is killed at \(killAt)") }
             // Another process on the same database (a second downloader, with a lease owner of
@@ -110,6 +122,7 @@ struct SimulationScenario {
             func killAndRelaunch() async throws {
                 trace.add("kill: process 1001")
                 processes[0].kill()
+                system.deliver(to: nil)
                 try? await clock.sleep(for: .milliseconds(1), .simulatedNetwork)   // cancelled only with the world
                 outcome.violations += try await Self.disagreements(ids: ids, database: database, server: server, directory: directory, when: "after the kill")
                 var next = configuration
@@ -120,6 +133,13 @@ struct SimulationScenario {
                                         logger: TraceLogHandler.logger("relaunched", trace))
                 let picked = try await downloader.start()
                 trace.add("relaunch: process 1003 picked up \(picked.sorted())")
+                system.deliver(to: downloader)
+                // The app's launch: a handed-off download the system has no task for (it
+                // ended while the process was dead) is taken back.
+                for id in try await downloader.handedOffIDs() where !system.hasTask(id) {
+                    let result = try await downloader.takeBack(id: id, "no task of the system's at the relaunch")
+                    trace.add("relaunch: took \(id) back: \(result)")
+                }
                 kill = nil
             }
 
@@ -140,18 +160,11 @@ struct SimulationScenario {
                 trace.add("app: enqueue \(id) \(size) B, \(connections) connection(s)")
             }
 
-            // The app: pauses, resumes and cancels at moments drawn from the seed. `resumed`:
+            // The app: pauses, resumes, cancels (and in a world that hands off, hands off and
+            // takes back) at moments drawn from the seed. `resumed`:
             // the ids whose last action was a start the app was told took effect.
             var resumed: Set<String> = []
-            for _ in 0..<Int(rng.next() % 5) {
-                let next = clock.now + .milliseconds(Int64(rng.next() % 3000))
-                if let at = kill, at <= next {
-                    try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
-                    try await killAndRelaunch()
-                }
-                try? await clock.sleep(until: next, for: .simulatedNetwork)
-                let id = ids[Int(rng.next() % UInt64(ids.count))]
-                let action = ["pause", "resume", "cancel", "pause+resume", "pause elsewhere", "cancel elsewhere", "resume elsewhere"][Int(rng.next() % 7)]
+            func act(_ id: String, _ action: String) async throws {
                 var result = "ok"
                 trace.add("app: \(action) \(id)", .app(id: id, action: action, done: false, ok: true))
                 do {
@@ -162,6 +175,15 @@ struct SimulationScenario {
                     case "pause elsewhere": try await elsewhere.pause(id: id)
                     case "cancel elsewhere": try await elsewhere.cancel(id: id)
                     case "resume elsewhere": try await elsewhere.resume(id: id)
+                    case "hand off":
+                        guard let request = try await downloader.handOff(id: id) else { result = "nothing to hand off"; break }
+                        system.begin(request, after: .milliseconds(Int64(10 + systems.next() % 500)))
+                        // The hand-off took effect: the record says so at once.
+                        let state = try await downloader.record(id: id)?.state
+                        if state != .handedOff { outcome.violations.append("\(id): a hand-off returned its request, and the record is \(state.map { "\($0)" } ?? "gone")") }
+                    case "take back":
+                        let back = try await downloader.takeBack(id: id)
+                        if back == .stale { result = "not handed off" }
                     default: try await downloader.pause(id: id); try await downloader.resume(id: id)
                     }
                 } catch let error as CourierError { result = error.code.rawValue } catch { result = "\(error)" }
@@ -174,11 +196,35 @@ struct SimulationScenario {
                     if !allowed.contains(state) { outcome.violations.append("\(id): \(action) said done, and the record is \(state.map { "\($0)" } ?? "gone")") }
                 }
             }
-
+            // In a world that hands off, a first hand-off within the first second (most files
+            // end within a few), besides the ones that take the place of other actions.
+            var early = handsOff ? (at: clock.now + .milliseconds(Int64(systems.next() % 1000)), id: ids[Int(systems.next() % UInt64(ids.count))]) : nil
+            func handOffEarly(before next: ContinuousClock.Instant?) async throws {
+                guard let due = early, next.map({ due.at <= $0 }) ?? true else { return }
+                early = nil
+                try? await clock.sleep(until: due.at, for: .simulatedNetwork)   // cancelled only with the world
+                try await act(due.id, "hand off")
+            }
+            for _ in 0..<Int(rng.next() % 5) {
+                let next = clock.now + .milliseconds(Int64(rng.next() % 3000))
+                if let at = kill, at <= next {
+                    try await handOffEarly(before: at)
+                    try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
+                    try await killAndRelaunch()
+                }
+                try await handOffEarly(before: next)
+                try? await clock.sleep(until: next, for: .simulatedNetwork)
+                let id = ids[Int(rng.next() % UInt64(ids.count))]
+                var action = ["pause", "resume", "cancel", "pause+resume", "pause elsewhere", "cancel elsewhere", "resume elsewhere"][Int(rng.next() % 7)]
+                if handsOff, systems.next() % 2 == 0 { action = systems.next() % 4 == 0 ? "take back" : "hand off" }
+                try await act(id, action)
+            }
+            if let at = kill { try await handOffEarly(before: at) }
             if let at = kill {
                 try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
                 try await killAndRelaunch()
             }
+            try await handOffEarly(before: nil)
 
             // Then every paused download is resumed, and the world runs until each ended.
             var rounds = 0
@@ -196,7 +242,7 @@ struct SimulationScenario {
                     }
                     if let state = record?.state, state != .completed, state != .failed { open.append(id) }
                 }
-                if open.isEmpty { break }
+                if open.isEmpty, system.idle { break }
                 rounds += 1
                 if rounds > 7200 { outcome.violations.append("liveness: \(open) did not end within 2 hours of the engine's time"); break }
                 try? await clock.sleep(for: .seconds(1), .simulatedNetwork)
@@ -275,7 +321,8 @@ struct SimulationScenario {
         switch event {
         case .progress: break
         case let .stateChanged(id, state, error):
-            trace.add("event: \(id) \(state)\(error.map { " \($0.code.rawValue)" } ?? "")", state == .downloading ? .downloading(id: id) : nil)
+            trace.add("event: \(id) \(state)\(error.map { " \($0.code.rawValue)" } ?? "")",
+                      state == .downloading ? .downloading(id: id) : state == .queued ? .queued(id: id) : nil)
         case let .retrying(id, attempt, limit, error, delay): trace.add("event: \(id) retry \(attempt)/\(limit) \(error.code.rawValue) in \(delay)")
         case let .ended(id, end): trace.add("event: \(id) ended \(Self.words(end))", .ended(id: id, end))
         }
@@ -300,10 +347,13 @@ struct SimulationScenario {
             var running = false    // a run began since the download last ended
             var cancellingElsewhere = false
             var inFlight: Int?     // requests the run here may still send after a cancel elsewhere (at most 1)
+            var handedOff = false  // handed off to the system: the engine asks nothing until the hand-off ends
             for entry in journal {
                 switch entry {
                 case let .app(who, action, done, ok) where who == id:
                     cancellingElsewhere = !done && action == "cancel elsewhere"
+                    if done, ok, action == "hand off" { handedOff = true }
+                    if !done, action.hasPrefix("pause") || action.hasPrefix("cancel") || action == "take back" { handedOff = false }
                     if !done {
                         stopped = nil
                         over = false
@@ -312,6 +362,8 @@ struct SimulationScenario {
                     }
                 case let .downloading(who) where who == id:
                     running = true
+                case let .queued(who) where who == id:
+                    handedOff = false
                 case let .ended(who, end) where who == id:
                     switch end {
                     case .cancelled where cancellingElsewhere && running && inFlight == nil:
@@ -329,6 +381,7 @@ struct SimulationScenario {
                         broken.append("\(id): a request after it ended")
                     }
                     if stopped != nil { broken.append("\(id): a request after a stop the app was told took effect") }
+                    if handedOff { broken.append("\(id): a request while it was handed off to the system") }
                 default: break
                 }
             }
@@ -352,6 +405,9 @@ struct SimulationScenario {
 
     /// The seed stream of kills (see `run`).
     static let fatesStream: UInt64 = 0x4B11_1ED0_0000_001F
+    /// The seed stream of hand-offs (see `run`), chosen so that no seed of the corpus is one
+    /// (and seeds 1 and 3 of the same-trace test are).
+    static let systemsStream: UInt64 = 0x5157_E4D0_0000_02B8
 
     static func words(_ end: DownloadEnd) -> String {
         switch end {
