@@ -6,11 +6,18 @@ import HTTPTypes
 /// The simulator's server (issue 46): files with versions, answering GETs as an HTTP/1.1
 /// origin does (ranges, `If-Range`, strong ETags), with a fault drawn from the seed for each
 /// request: a connection cut mid-body, a 503 with `Retry-After`, a stall, a slow head, a
-/// `200` to a range, a new version of the file; or, for a hostile file, the same fault forever. Its delays are waits on the engine's clock,
-/// so they cost no real time.
+/// `200` to a range, a new version of the file; or, for a hostile file, the same fault forever;
+/// and in some worlds a request that fails before any reply (an HTTP/2 stream reset, a
+/// refused connection). Its delays are waits on the engine's clock, so they cost no real time.
 final class SimulatedServer: @unchecked Sendable { // state under `lock`
     enum Fault: String, CaseIterable, Sendable {
         case none, cut, unavailable, stall, slowHead, ignoresRange, newVersion
+        /// Drawn from a stream of their own, in worlds that have them (`quirks`): the server
+        /// resets the request's HTTP/2 stream before any reply, or refuses the connection.
+        case streamReset, refused
+
+        /// The faults every world draws from, in the order their draws were made first.
+        static let drawn: [Fault] = [.cut, .unavailable, .stall, .slowHead, .ignoresRange, .newVersion]
     }
 
     struct File {
@@ -34,6 +41,8 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
 
     private let lock = NSLock()
     private var rng: SplitMix
+    /// The draws of the faults before any reply (nil: a world without them).
+    private var quirks: SplitMix?
     private var files: [String: File] = [:]
     private(set) var log: [Logged] = []
     let clock: ManualEngineClock
@@ -44,8 +53,10 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
     let partEvery: Duration
     private let trace: SimulationScenario.Trace
 
-    init(seed: UInt64, clock: ManualEngineClock, faultRate: Double, partEvery: Duration, trace: SimulationScenario.Trace) {
+    init(seed: UInt64, clock: ManualEngineClock, faultRate: Double, partEvery: Duration, trace: SimulationScenario.Trace,
+         quirks: UInt64? = nil) {
         rng = SplitMix(seed: seed)
+        self.quirks = quirks.map { SplitMix(seed: $0) }
         self.clock = clock
         origin = clock.now
         self.faultRate = faultRate
@@ -92,6 +103,8 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
         var cutAfter: Int?
         var stallAfter: Int?
         var headDelay: Duration?
+        /// The request fails with this before any reply.
+        var failure: CourierError?
     }
 
     /// `fromSystem`: asked by the system's task for a hand-off (``SimulatedSystem``), not by
@@ -111,7 +124,19 @@ final class SimulatedServer: @unchecked Sendable { // state under `lock`
             let ifRange = request.headerFields[HTTPField.Name("If-Range")!]
             var fault = Fault.none
             if Double(rng.next() % 10_000) / 10_000 < faultRate {
-                fault = Fault.allCases[1 + Int(rng.next() % UInt64(Fault.allCases.count - 1))]
+                fault = Fault.drawn[Int(rng.next() % UInt64(Fault.drawn.count))]
+            }
+            if fault == .none, var draws = quirks {
+                if Double(draws.next() % 10_000) / 10_000 < faultRate / 2 { fault = draws.next() % 3 == 0 ? .refused : .streamReset }
+                quirks = draws
+            }
+            if fault == .streamReset || fault == .refused {
+                log.append(Logged(path: path, range: range, status: 0, fault: fault, at: clock.now - origin))
+                var reply = Reply(status: 0, headers: [], body: Data())
+                reply.failure = fault == .refused ? CourierError(.connectionRefused, "connection refused by the simulated server")
+                    : CourierError(.network, "the server closed the HTTP/2 stream (simulated, before its reply)")
+                reply.headDelay = fault == .refused ? nil : .milliseconds(Int64(1 + rng.next() % 200))
+                return reply
             }
             guard var file = files[path] else {
                 log.append(Logged(path: path, range: range, status: 404, fault: .none, at: clock.now - origin))
@@ -181,6 +206,7 @@ struct SimulatedTransport: HTTPTransport {
         let reply = server.reply(to: request)
         let clock: any EngineClock = process.map { ProcessClock(world: server.clock, process: $0) } ?? server.clock
         if let delay = reply.headDelay { try await clock.sleep(for: delay, .simulatedNetwork) }
+        if let failure = reply.failure { throw failure }
         var fields = HTTPFields()
         for (name, value) in reply.headers { fields[HTTPField.Name(name)!] = value }
         let (stream, continuation) = AsyncThrowingStream<BodyChunk, any Error>.makeStream()

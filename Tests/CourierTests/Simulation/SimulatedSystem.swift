@@ -61,7 +61,9 @@ final class SimulatedSystem: @unchecked Sendable { // state under `lock`
                 let answer = self.server.reply(to: asked, fromSystem: true)
                 if let head = answer.headDelay { try await clock.sleep(for: head, .simulatedNetwork) }
                 let parts = { (bytes: Int) in Int64(bytes / (64 << 10) + 1) }
-                if let cut = answer.cutAfter {
+                if let failure = answer.failure {
+                    failed = failure.code == .connectionRefused ? "the connection was refused" : "the stream was reset"
+                } else if let cut = answer.cutAfter {
                     try await clock.sleep(for: self.server.partEvery * parts(cut), .simulatedNetwork)
                     failed = "the connection was cut"
                 } else if answer.stallAfter != nil {

@@ -64,9 +64,14 @@ struct SimulationScenario {
         // system's background transfers and takes them back, at moments of its other actions.
         var systems = SplitMix(seed: seed ^ Self.systemsStream)
         let handsOff = systems.next() % 3 == 0
+        // Requests that fail before any reply (an HTTP/2 stream reset, a refused connection)
+        // from a fifth, in one world of three.
+        var resets = SplitMix(seed: seed ^ Self.resetsStream)
+        let resetting = resets.next() % 3 == 0
         let trace = Trace(clock: clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
-                                     partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace)
+                                     partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace,
+                                     quirks: resetting ? resets.next() : nil)
         var outcome = Outcome()
         do {
             let database = try CourierDatabase(writer: try Self.freshDatabase())
@@ -108,6 +113,7 @@ struct SimulationScenario {
             let system = SimulatedSystem(server: server, directory: directory, trace: trace)
             system.deliver(to: downloader)
             if handsOff { trace.add("world: the app hands downloads off to the system") }
+            if resetting { trace.add("world: the server resets streams and refuses connections before some replies") }
             var kill = killAt.map { clock.now + $0 }
             if let killAt { trace.add("world: the app's process is killed at \(killAt)") }
             // Another process on the same database (a second downloader, with a lease owner of
@@ -408,6 +414,9 @@ struct SimulationScenario {
     /// The seed stream of hand-offs (see `run`), chosen so that no seed of the corpus is one
     /// (and seeds 1 and 3 of the same-trace test are).
     static let systemsStream: UInt64 = 0x5157_E4D0_0000_02B8
+    /// The seed stream of faults before a reply (see `run`), chosen so that no seed of the
+    /// corpus is one (and seeds 2 and 686656063 of the same-trace test are).
+    static let resetsStream: UInt64 = 0x2E5E_7000_0000_03C6
 
     static func words(_ end: DownloadEnd) -> String {
         switch end {
