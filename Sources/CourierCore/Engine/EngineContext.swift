@@ -37,7 +37,7 @@ struct EngineContext: Sendable {
 
     /// The lease's expiry if renewed now.
     func leaseExpiry() -> Date {
-        Date().addingTimeInterval(configuration.leaseDuration.timeInterval)
+        owner.wallClock().addingTimeInterval(configuration.leaseDuration.timeInterval)
     }
 
     /// Runs a write whose failure nobody can act on (the run has already ended, or is

@@ -256,7 +256,7 @@ extension CourierDatabase {
                         listingIDs wantIDs: Bool = true) async throws -> (ids: [String], count: Int) {
         try await write { db in
             let table = DownloadRecord.databaseTableName
-            let now = Date()
+            let now = owner.wallClock()
             let nowText = DatabaseDate.text(now)
             // Leases that look live: only a process of this host that is gone may lose one early.
             let leased = try DownloadRecord

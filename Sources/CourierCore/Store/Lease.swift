@@ -17,19 +17,31 @@ public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
     public let id: String
     /// How this owner tells whether another owner's process is alive.
     public let liveness: ProcessLiveness
+    /// The time of day by which this owner dates its leases and judges others' expiries:
+    /// the system's, or a simulated world's (issue 46: leases expire in simulated time).
+    package let wallClock: @Sendable () -> Date
 
     /// An owner with a given id, judging others by `liveness`.
     public init(id: String, liveness: ProcessLiveness = .system) {
+        self.init(id: id, liveness: liveness, wallClock: { Date() })
+    }
+
+    package init(id: String, liveness: ProcessLiveness, wallClock: @escaping @Sendable () -> Date) {
         self.id = id
         self.liveness = liveness
+        self.wallClock = wallClock
     }
 
     /// A fresh owner id for this process.
     public static func make(liveness: ProcessLiveness = .system) -> LeaseOwner {
+        make(liveness: liveness, wallClock: { Date() })
+    }
+
+    package static func make(liveness: ProcessLiveness, wallClock: @escaping @Sendable () -> Date) -> LeaseOwner {
         let nonce = UUID().uuidString.prefix(8).lowercased()
         let pid = getpid()
         let start = liveness.startTime(pid).map { ":\($0)" } ?? ""
-        return LeaseOwner(id: "\(liveness.hostName):\(pid):\(nonce)\(start)", liveness: liveness)
+        return LeaseOwner(id: "\(liveness.hostName):\(pid):\(nonce)\(start)", liveness: liveness, wallClock: wallClock)
     }
 
     public var description: String { id }
@@ -37,8 +49,13 @@ public struct LeaseOwner: Sendable, Hashable, CustomStringConvertible {
     public static func == (a: LeaseOwner, b: LeaseOwner) -> Bool { a.id == b.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 
+    /// Whether `record`'s lease is held by someone else and still in force now.
+    public func isBlocked(by record: DownloadRecord) -> Bool {
+        isBlocked(by: record, now: wallClock())
+    }
+
     /// Whether `record`'s lease is held by someone else and still in force at `now`.
-    public func isBlocked(by record: DownloadRecord, now: Date = Date()) -> Bool {
+    public func isBlocked(by record: DownloadRecord, now: Date) -> Bool {
         guard let owner = record.leaseOwner, owner != id,
               let expiry = record.leaseExpiresAt, expiry > now else { return false }
         return mayBeAlive(owner)

@@ -10,6 +10,10 @@ import Logging
 /// stays). Its lease owner names a simulated pid, which the world's ``liveness`` reports gone
 /// once killed, as `/proc` does for a SIGKILLed process.
 ///
+/// It can also be suspended (as iOS suspends an app, or a shell stops a `courier` with
+/// SIGSTOP): its waits stop returning until ``thaw()``, its pid stays alive, and its leases
+/// lapse only once they expire (on the world's wall clock, ``wallClock(_:)``).
+///
 /// ``reap()`` lets the frozen waits go on once the world's invariants are checked (what the
 /// dead process does then is never checked), so that its downloader can be shut down as
 /// any other and its tasks end, freeing the seed's memory. (Throwing into them instead made
@@ -18,26 +22,47 @@ final class SimulatedProcess: @unchecked Sendable { // state under `lock`
     let pid: Int32
     private let lock = NSLock()
     private var dead = false
+    private var suspended = false
     private var reaped = false
     private var frozen: [UnsafeContinuation<Void, any Error>] = []
 
     init(pid: Int32) { self.pid = pid }
 
-    /// The lease owner of this process's downloader.
-    func owner(_ liveness: ProcessLiveness) -> LeaseOwner {
-        LeaseOwner(id: "\(liveness.hostName):\(pid):p\(pid)", liveness: liveness)
+    /// The lease owner of this process's downloader, dating leases by `wallClock`.
+    func owner(_ liveness: ProcessLiveness, wallClock: @escaping @Sendable () -> Date) -> LeaseOwner {
+        LeaseOwner(id: "\(liveness.hostName):\(pid):p\(pid)", liveness: liveness, wallClock: wallClock)
+    }
+
+    /// The time of day in a world on `clock`: it moves with the engine's clock (a lease
+    /// expires after its duration of simulated time), from a fixed start.
+    static func wallClock(_ clock: ManualEngineClock) -> @Sendable () -> Date {
+        let origin = clock.now
+        return { Date(timeIntervalSince1970: 1_790_000_000 + (clock.now - origin).timeInterval) }
     }
 
     var isDead: Bool { lock.lock(); defer { lock.unlock() }; return dead }
 
     func kill() { lock.lock(); dead = true; lock.unlock() }
 
-    /// Returns at once while alive; once killed, never (until reaped).
+    func suspend() { lock.lock(); suspended = true; lock.unlock() }
+
+    /// A suspended process goes on: every wait it froze returns.
+    func thaw() {
+        lock.lock()
+        suspended = false
+        let waiting = dead ? [] : frozen
+        if !dead { frozen = [] }
+        lock.unlock()
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Returns at once while running; while suspended, at the thaw; once killed, never
+    /// (until reaped).
     func haltIfDead() async throws {
-        guard isDead else { return }
+        guard lock.withLock({ dead || suspended }) else { return }
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
             lock.lock()
-            guard !reaped else { lock.unlock(); continuation.resume(); return }
+            guard !reaped, dead || suspended else { lock.unlock(); continuation.resume(); return }
             frozen.append(continuation)
             lock.unlock()
         }

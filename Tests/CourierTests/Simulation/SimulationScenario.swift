@@ -25,6 +25,8 @@ struct SimulationScenario {
         case downloading(id: String)
         /// The engine has the download again (resumed, or its hand-off ended).
         case queued(id: String)
+        /// A suspended process went on.
+        case thaw
         case ended(id: String, DownloadEnd)
         case request(path: String)
     }
@@ -68,6 +70,16 @@ struct SimulationScenario {
         // from a fifth, in one world of three.
         var resets = SplitMix(seed: seed ^ Self.resetsStream)
         let resetting = resets.next() % 3 == 0
+        // Suspensions from a sixth: in one world of four without a kill, the app's process is
+        // suspended (iOS suspends an app; a shell stops a `courier`) for 17 to 60 s, past its
+        // leases' 15 s, and the other process resumes one of its downloads once they lapsed.
+        var pauses = SplitMix(seed: seed ^ Self.suspendsStream)
+        var suspension: (at: Duration, length: Duration, takeOver: Duration)?
+        if killAt == nil, pauses.next() % 4 == 0 {
+            let at = Duration.milliseconds(Int64(pauses.next() % 5000)), length = Duration.seconds(Int64(17 + pauses.next() % 44))
+            suspension = (at, length, at + .seconds(16) + .milliseconds(Int64(pauses.next() % UInt64((length - .seconds(16)) / .milliseconds(1)))))
+        }
+        let wall = SimulatedProcess.wallClock(clock)
         let trace = Trace(clock: clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
                                      partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace,
@@ -99,13 +111,16 @@ struct SimulationScenario {
             // one liveness (a killed one is gone, its leases free at once).
             let processes = [SimulatedProcess(pid: 1001), SimulatedProcess(pid: 1002), SimulatedProcess(pid: 1003)]
             let liveness = SimulatedProcess.liveness { processes }
+            // Leases are dated by the world's wall clock: they lapse in simulated time.
+            let ownProcesses = killAt != nil || suspension != nil
             var first = configuration
-            if killAt != nil {
+            first.leaseOwner = LeaseOwner.make(liveness: .system, wallClock: wall)
+            if ownProcesses {
                 first.clock = ProcessClock(world: clock, process: processes[0])
-                first.leaseOwner = processes[0].owner(liveness)
+                first.leaseOwner = processes[0].owner(liveness, wallClock: wall)
             }
             var downloader = Downloader(configuration: first, database: database,
-                                        transport: SimulatedTransport(server: server, process: killAt == nil ? nil : processes[0]),
+                                        transport: SimulatedTransport(server: server, process: ownProcesses ? processes[0] : nil),
                                         logger: TraceLogHandler.logger("app", trace))
             var killed: Downloader?
             // The system's background transfers: they go on through a kill, and end with the
@@ -119,7 +134,7 @@ struct SimulationScenario {
             // Another process on the same database (a second downloader, with a lease owner of
             // its own): it pauses, cancels and resumes downloads the first one runs.
             var second = configuration
-            if killAt != nil { second.leaseOwner = processes[1].owner(liveness) }
+            second.leaseOwner = ownProcesses ? processes[1].owner(liveness, wallClock: wall) : LeaseOwner.make(liveness: .system, wallClock: wall)
             let elsewhere = Downloader(configuration: second, database: database, transport: SimulatedTransport(server: server),
                                        logger: TraceLogHandler.logger("elsewhere", trace))
             // The kill: the app's process stops dead, what was ready runs to its next wait (the
@@ -133,7 +148,7 @@ struct SimulationScenario {
                 outcome.violations += try await Self.disagreements(ids: ids, database: database, server: server, directory: directory, when: "after the kill")
                 var next = configuration
                 next.clock = ProcessClock(world: clock, process: processes[2])
-                next.leaseOwner = processes[2].owner(liveness)
+                next.leaseOwner = processes[2].owner(liveness, wallClock: wall)
                 killed = downloader
                 downloader = Downloader(configuration: next, database: database, transport: SimulatedTransport(server: server, process: processes[2]),
                                         logger: TraceLogHandler.logger("relaunched", trace))
@@ -202,35 +217,59 @@ struct SimulationScenario {
                     if !allowed.contains(state) { outcome.violations.append("\(id): \(action) said done, and the record is \(state.map { "\($0)" } ?? "gone")") }
                 }
             }
-            // In a world that hands off, a first hand-off within the first second (most files
-            // end within a few), besides the ones that take the place of other actions.
-            var early = handsOff ? (at: clock.now + .milliseconds(Int64(systems.next() % 1000)), id: ids[Int(systems.next() % UInt64(ids.count))]) : nil
-            func handOffEarly(before next: ContinuousClock.Instant?) async throws {
-                guard let due = early, next.map({ due.at <= $0 }) ?? true else { return }
-                early = nil
-                try? await clock.sleep(until: due.at, for: .simulatedNetwork)   // cancelled only with the world
-                try await act(due.id, "hand off")
+            // The world's own moments, in time order: in a world that hands off, a first
+            // hand-off within the first second (most files end within a few), besides the ones
+            // that take the place of other actions; a suspension, the other process's take-over
+            // and the thaw.
+            var moments: [(at: ContinuousClock.Instant, what: String, id: String)] = []
+            var thawAt: ContinuousClock.Instant?
+            var suspended = false
+            if let suspension {
+                let takenOver = ids[Int(pauses.next() % UInt64(ids.count))]
+                thawAt = clock.now + suspension.at + suspension.length
+                moments += [(clock.now + suspension.at, "suspend", ""), (clock.now + suspension.takeOver, "resume elsewhere", takenOver), (thawAt!, "thaw", "")]
+                trace.add("world: the app's process is suspended at \(suspension.at) for \(suspension.length); the other process resumes \(takenOver) at \(suspension.takeOver)")
+            }
+            if handsOff {
+                var at = clock.now + .milliseconds(Int64(systems.next() % 1000))
+                let id = ids[Int(systems.next() % UInt64(ids.count))]
+                if let suspension, let thawAt, at >= thawAt - suspension.length { at = max(at, thawAt) }   // the app's code waits for its thaw
+                moments.append((at, "hand off", id))
+            }
+            moments.sort { $0.at < $1.at }
+            func worldMoments(before next: ContinuousClock.Instant?) async throws {
+                while let due = moments.first, next.map({ due.at <= $0 }) ?? true {
+                    moments.removeFirst()
+                    try? await clock.sleep(until: due.at, for: .simulatedNetwork)   // cancelled only with the world
+                    switch due.what {
+                    case "suspend": trace.add("suspend: process 1001"); processes[0].suspend(); suspended = true
+                    case "thaw": trace.add("thaw: process 1001", .thaw); processes[0].thaw(); suspended = false
+                    default: try await act(due.id, due.what)
+                    }
+                }
             }
             for _ in 0..<Int(rng.next() % 5) {
                 let next = clock.now + .milliseconds(Int64(rng.next() % 3000))
                 if let at = kill, at <= next {
-                    try await handOffEarly(before: at)
+                    try await worldMoments(before: at)
                     try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
                     try await killAndRelaunch()
                 }
-                try await handOffEarly(before: next)
+                try await worldMoments(before: next)
                 try? await clock.sleep(until: next, for: .simulatedNetwork)
                 let id = ids[Int(rng.next() % UInt64(ids.count))]
                 var action = ["pause", "resume", "cancel", "pause+resume", "pause elsewhere", "cancel elsewhere", "resume elsewhere"][Int(rng.next() % 7)]
                 if handsOff, systems.next() % 2 == 0 { action = systems.next() % 4 == 0 ? "take back" : "hand off" }
+                // The app's own code waits for its process's thaw.
+                if suspended, !action.hasSuffix("elsewhere"), let thawAt { try await worldMoments(before: thawAt) }
                 try await act(id, action)
             }
-            if let at = kill { try await handOffEarly(before: at) }
+            if let at = kill { try await worldMoments(before: at) }
             if let at = kill {
                 try? await clock.sleep(until: at, for: .simulatedNetwork)   // cancelled only with the world
                 try await killAndRelaunch()
             }
-            try await handOffEarly(before: nil)
+            try await worldMoments(before: nil)
 
             // Then every paused download is resumed, and the world runs until each ended.
             var rounds = 0
@@ -344,6 +383,13 @@ struct SimulationScenario {
     /// pause from there). The one request that run had decided on may still go out; nothing
     /// after it, and nothing once that run's own end is announced (seed 2294284443: a cancel
     /// elsewhere right as the run here claimed the download, its request sent a step later).
+    /// The same for a process that was suspended: at its thaw, a run of it may send the one
+    /// request it had decided on before (its lease lapsed meanwhile, and the other process
+    /// may have ended the download); it sees the end at the reply's head (seed 9308064).
+    ///
+    /// And an end announced while the app's own resume of the download is under way (a run
+    /// the resume stopped, or one of a thawed process, tells what it found) is undone by the
+    /// resume's requeue (seeds 9307033, 9301502).
     static func brokenOrder(_ journal: [Entry], ids: [String]) -> [String] {
         var broken: [String] = []
         for (i, id) in ids.enumerated() {
@@ -354,10 +400,12 @@ struct SimulationScenario {
             var cancellingElsewhere = false
             var inFlight: Int?     // requests the run here may still send after a cancel elsewhere (at most 1)
             var handedOff = false  // handed off to the system: the engine asks nothing until the hand-off ends
+            var acting: String?    // the app's action on the download under way
             for entry in journal {
                 switch entry {
                 case let .app(who, action, done, ok) where who == id:
                     cancellingElsewhere = !done && action == "cancel elsewhere"
+                    acting = done ? nil : action
                     if done, ok, action == "hand off" { handedOff = true }
                     if !done, action.hasPrefix("pause") || action.hasPrefix("cancel") || action == "take back" { handedOff = false }
                     if !done {
@@ -370,6 +418,12 @@ struct SimulationScenario {
                     running = true
                 case let .queued(who) where who == id:
                     handedOff = false
+                    if let acting, acting.hasSuffix("resume") || acting == "resume elsewhere" {
+                        over = false
+                        inFlight = nil
+                    }
+                case .thaw:
+                    if over, inFlight == nil { inFlight = 1 }   // the thawed run's one request
                 case let .ended(who, end) where who == id:
                     switch end {
                     case .cancelled where cancellingElsewhere && running && inFlight == nil:
@@ -417,6 +471,9 @@ struct SimulationScenario {
     /// The seed stream of faults before a reply (see `run`), chosen so that no seed of the
     /// corpus is one (and seeds 2 and 686656063 of the same-trace test are).
     static let resetsStream: UInt64 = 0x2E5E_7000_0000_03C6
+    /// The seed stream of suspensions (see `run`), chosen so that no seed of the corpus is one
+    /// (and seeds 2 and 686656063 of the same-trace test are).
+    static let suspendsStream: UInt64 = 0x5A5F_E4D0_0000_0015
 
     static func words(_ end: DownloadEnd) -> String {
         switch end {
