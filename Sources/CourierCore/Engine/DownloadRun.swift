@@ -103,8 +103,10 @@ struct DownloadRun: Sendable {
         // that (the simulator: a download another process had failed, asked for again).
         let owner = context.owner
         let expiry = context.leaseExpiry()
-        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, {
-            $0.claim(by: owner, until: expiry)
+        let previous = Locked<String?>(nil)   // the partial's last writer, if another's lease ended
+        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
+            previous.withLock { [last = r.leaseOwner] in $0 = last }
+            r.claim(by: owner, until: expiry)
         }) else {
             if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
             throw ExternalStop()
@@ -112,6 +114,7 @@ struct DownloadRun: Sendable {
         context.hub.publish(.stateChanged(id: id, state: .downloading, error: nil))
 
         let partialURL = context.fileURL(record.partialPath)
+        try await takeOverPartial(partialURL, from: previous.withLock { $0 })
         let finalURL = context.fileURL(record.localFinalPath)
 
         if let done = try await completeFileInPlace(record, partialURL: partialURL, finalURL: finalURL) {

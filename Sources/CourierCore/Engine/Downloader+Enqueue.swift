@@ -148,8 +148,7 @@ extension Downloader {
         existing.bytesDiscarded = 0
         existing.lastErrorCode = nil
         existing.lastErrorMessage = nil
-        existing.leaseOwner = nil
-        existing.leaseExpiresAt = nil
+        existing.leaseExpiresAt = nil   // its owner stays, as the partial's last writer (DownloadRecord+Transitions)
         if fresh {
             existing.bytesReceived = 0; existing.etag = nil; existing.lastModified = nil; existing.totalBytes = nil; existing.resumable = true
             try Segment.filter(Segment.Columns.downloadId == p.id).deleteAll(db)

@@ -4,7 +4,12 @@ import Foundation
 /// downloader and the bulk SQL apply these and nothing else, so the invariants hold in one
 /// place:
 ///
-/// - a record leaves `downloading` with its lease released;
+/// - a record leaves `downloading` with its lease ended: released by the run's own end
+///   (completed, failed), or, when anyone else ends it (a pause, a requeue, a hand-off),
+///   its expiry cleared and its owner kept as the partial's last writer, until that owner's
+///   run ends (``CourierDatabase/releaseLease(id:owner:)``): a run that takes the download
+///   over while that owner may still be alive writes a file of its own
+///   (``DownloadRun/takeOverPartial(_:from:)``);
 /// - `bytesReceived` says what the partial file holds when the record stops;
 /// - a failure's code and message live only as long as the failure.
 extension DownloadRecord {
@@ -76,7 +81,7 @@ extension DownloadRecord {
     /// download (and writes its partial) meanwhile.
     mutating func pause(keeping kept: Int64?, error: CourierError? = nil, leaseKept: Bool = false) {
         state = .paused
-        if !leaseKept { releaseLease() }
+        if !leaseKept { endLease() }
         if let error {
             lastErrorCode = error.code.rawValue
             lastErrorMessage = error.message
@@ -90,7 +95,7 @@ extension DownloadRecord {
     /// change in SQL: ``requeueAssignments`` (a test keeps the two equal).
     mutating func requeue(keeping kept: Int64?, freshStart: Bool) {
         state = .queued
-        releaseLease()
+        endLease()
         if freshStart {
             attemptCount = 0
             bytesDiscarded = 0
@@ -103,7 +108,7 @@ extension DownloadRecord {
     /// it alone until the hand-off ends (see ``HandOffRecord``).
     mutating func handOff(keeping kept: Int64) {
         state = .handedOff
-        releaseLease()
+        endLease()
         clearError()
         bytesReceived = kept
     }
@@ -121,7 +126,7 @@ extension DownloadRecord {
     /// ``requeue(keeping:freshStart:)`` as SQL `SET` assignments for a bulk `UPDATE`, with
     /// `freshStart` for failed records: the first argument is `updatedAt`.
     static let requeueAssignments = """
-        state = 'queued', leaseOwner = NULL, leaseExpiresAt = NULL, updatedAt = ?,
+        state = 'queued', leaseExpiresAt = NULL, updatedAt = ?,
             attemptCount = CASE WHEN state = 'failed' THEN 0 ELSE attemptCount END,
             bytesDiscarded = CASE WHEN state = 'failed' THEN 0 ELSE bytesDiscarded END,
             lastErrorCode = CASE WHEN state = 'failed' THEN NULL ELSE lastErrorCode END,
@@ -131,6 +136,12 @@ extension DownloadRecord {
     /// No lease: any process may claim it.
     mutating func releaseLease() {
         leaseOwner = nil
+        leaseExpiresAt = nil
+    }
+
+    /// No lease in force (any process may claim it), its owner kept as the partial's last
+    /// writer: a run of it may still have the partial open (see the invariants above).
+    mutating func endLease() {
         leaseExpiresAt = nil
     }
 

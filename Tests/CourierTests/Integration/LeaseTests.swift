@@ -161,6 +161,50 @@ import CourierOrigin
             await d.shutdown()
         }
     }
+
+    /// A run that takes a download over from an owner whose lease ended while its process
+    /// may still be alive (another host's, here; a stopped or suspended process of this one
+    /// in the simulator, seed 9308148) writes a partial of its own: that owner's descriptor,
+    /// written to after the take-over (as a stopped process does when it goes on), changes
+    /// neither the partial nor the completed file. An owner that is certainly gone (a pid no
+    /// process has) writes nothing more: the partial is used as it is, not copied.
+    @Test(arguments: [true, false]) func aTakeOverFromAnOwnerThatMayBeAliveWritesAFileOfItsOwn(ownerMayBeAlive: Bool) async throws {
+        try await withFixture { fx in
+            let data = try fx.serve("t.bin", size: 3_000_000)
+            let partial = fx.root.appendingPathComponent("t.bin.partial")
+            try Data(repeating: 0xEE, count: 1 << 20).write(to: partial)
+            let stale = open(partial.path, O_WRONLY)
+            #expect(stale >= 0)
+            defer { close(stale) }
+            var before = stat()
+            fstat(stale, &before)
+            // As a requeue from another process leaves it: queued, the lease ended, its owner
+            // kept as the partial's last writer.
+            var record = DownloadRecord(id: "t", remoteUrl: fx.url("t.bin"), localFinalPath: "t.bin", partialPath: "t.bin.partial")
+            record.leaseOwner = ownerMayBeAlive ? "otherhost:9:dddd" : "\(ProcessLiveness.system.hostName):2147483000:dead"
+            try await fx.database().save(record)
+            let d = try fx.downloader()
+            let events = d.events(for: "t")
+            try await d.start()
+            var completed = false
+            for await event in events { if case let .ended(_, end) = event { if case .completed = end { completed = true }; break } }
+            #expect(completed)
+            await d.shutdown()
+            // The old run goes on: its staged bytes land where its descriptor points.
+            let garbage = [UInt8](repeating: 0xAB, count: 4096)
+            let written = garbage.withUnsafeBytes { pwrite(stale, $0.baseAddress, $0.count, 0) }
+            #expect(written == 4096)
+            var final = stat()
+            stat(fx.root.appendingPathComponent("t.bin").path, &final)
+            if ownerMayBeAlive {
+                #expect(fx.finalData("t.bin") == data, "the old run's bytes reached the completed file")
+                #expect(final.st_ino != before.st_ino)
+            } else {
+                #expect(final.st_ino == before.st_ino, "the partial of an owner that is gone was copied")
+            }
+            #expect(!FileManager.default.fileExists(atPath: partial.path + ".takeover"))
+        }
+    }
 }
 
 private func fault(_ change: (inout Fault) -> Void) -> Fault {

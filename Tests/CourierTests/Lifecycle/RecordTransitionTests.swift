@@ -15,18 +15,23 @@ import Testing
         return r
     }
 
-    @Test func everyWayOutOfDownloadingReleasesTheLease() {
-        let ends: [(String, (inout DownloadRecord) -> Void, DownloadState)] = [
-            ("complete", { $0.complete(length: 20) }, .completed),
-            ("fail", { $0.fail(CourierError(.tls, "bad cert"), keeping: 12) }, .failed),
-            ("pause", { $0.pause(keeping: 12) }, .paused),
-            ("requeue", { $0.requeue(keeping: 12, freshStart: false) }, .queued),
+    /// The run's own ends release the lease; an end anyone else writes (a pause, a requeue,
+    /// a hand-off) ends it and keeps its owner as the partial's last writer, whose run may
+    /// still have it open (a run taking over then writes a file of its own).
+    @Test func everyWayOutOfDownloadingEndsTheLease() {
+        let ends: [(String, (inout DownloadRecord) -> Void, DownloadState, released: Bool)] = [
+            ("complete", { $0.complete(length: 20) }, .completed, true),
+            ("fail", { $0.fail(CourierError(.tls, "bad cert"), keeping: 12) }, .failed, true),
+            ("pause", { $0.pause(keeping: 12) }, .paused, false),
+            ("requeue", { $0.requeue(keeping: 12, freshStart: false) }, .queued, false),
+            ("hand off", { $0.handOff(keeping: 12) }, .handedOff, false),
         ]
-        for (name, change, state) in ends {
+        for (name, change, state, released) in ends {
             var r = Self.running()
             change(&r)
             #expect(r.state == state, "\(name)")
-            #expect(r.leaseOwner == nil && r.leaseExpiresAt == nil, "\(name)")
+            #expect(r.leaseExpiresAt == nil && !LeaseOwner(id: "other:2:bbbb").isBlocked(by: r), "\(name)")
+            #expect(r.leaseOwner == (released ? nil : Self.owner.id), "\(name)")
         }
     }
 

@@ -1,0 +1,49 @@
+import Foundation
+
+/// Gives a file a new inode with the same bytes: copied to a file beside it, synced, and
+/// renamed over it. A descriptor another process still holds on the old file keeps pointing
+/// there, so what it writes later never reaches the file at this path (a run that takes a
+/// partial over from an owner that may still be alive: ``DownloadRun/takeOverPartial(_:from:)``).
+enum FreshCopy {
+    /// Replaces the file at `url` by a copy of itself. False when there is no file there.
+    @discardableResult
+    static func replace(_ url: URL) throws -> Bool {
+        let source = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard source >= 0 else {
+            if errno == ENOENT { return false }
+            throw FileErrors.error(errno, "open", url, .read)
+        }
+        defer { close(source) }
+        let fresh = URL(fileURLWithPath: url.path + ".takeover")
+        unlink(fresh.path)   // a copy a kill cut short; none is the usual case
+        let target = open(fresh.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard target >= 0 else { throw FileErrors.error(errno, "create", fresh, .write) }
+        var renamed = false
+        defer {
+            close(target)
+            if !renamed { unlink(fresh.path) }
+        }
+        var position: Int64 = 0
+        // In the kernel where it can (a clone on file systems that share blocks), else
+        // through a buffer from where it stopped.
+        if try !KernelCopy.copyAll(from: source, to: target, at: &position, source: url, target: fresh) {
+            var buffer = [UInt8](repeating: 0, count: 1 << 20)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, off_t(position)) }
+                if count < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "read", url, .read) }
+                if count == 0 { break }
+                var written = 0
+                while written < count {
+                    let n = buffer.withUnsafeBytes { pwrite(target, $0.baseAddress! + written, count - written, off_t(position)) }
+                    if n < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "write", fresh, .write) }
+                    written += n
+                    position += Int64(n)
+                }
+            }
+        }
+        guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", fresh, .write) }
+        guard rename(fresh.path, url.path) == 0 else { throw FileErrors.error(errno, "rename", url, .write) }
+        renamed = true
+        return true
+    }
+}
