@@ -13,18 +13,55 @@ extension DownloadRun {
         return try await persist { $0.renewLease(by: owner, until: expiry) }
     }
 
-    /// Gives the partial a file of its own when this run took the download over from
-    /// `previous`, another owner whose run may still be alive: its lease lapsed while its
-    /// process was stopped, suspended or starved, or it runs on another host. The bytes are
-    /// copied to a new file that replaces the partial (``FreshCopy``); that run's descriptor
-    /// still points at the old one, so what it writes when it goes on (its staged bytes, a
-    /// background write) lands there, never in this run's partial, and its next guarded
-    /// write finds the download taken. Found by the simulator (seed 9308148): a process
+    /// The claim: queued (or interrupted) to downloading, with this downloader's lease, in
+    /// one guarded write; refused while another lease is in force.
+    ///
+    /// When the record names another owner as the partial's last writer and that owner may
+    /// still be alive (its lease lapsed while its process was stopped, suspended or starved,
+    /// or it runs on another host), the partial is first given a file of its own
+    /// (``takeOverPartial(_:from:)``), and only then claimed: until the copy is in place the
+    /// record keeps naming that writer, so a kill or a failed copy leaves it to be copied
+    /// again. (A writer named between that check and the claim is copied after it.)
+    func claim() async throws -> DownloadRecord {
+        let owner = context.owner
+        let expiry = context.leaseExpiry()
+        let copied = Locked<String?>(nil)
+        while true {
+            let writer = Locked<String?>(nil)   // the partial's last writer, as the write found it
+            guard let record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
+                let last = r.leaseOwner
+                writer.withLock { $0 = last }
+                if let last, last != copied.withLock({ $0 }), Self.mayStillWrite(last, for: owner) { return }   // copied before it is claimed
+                r.claim(by: owner, until: expiry)
+            }) else {
+                if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
+                throw ExternalStop()
+            }
+            let last = writer.withLock { $0 }
+            if record.state == .downloading, record.leaseOwner == owner.id { return record }
+            guard let last else { throw ExternalStop() }
+            try await takeOverPartial(context.fileURL(record.partialPath), from: last)
+            copied.withLock { $0 = last }
+        }
+    }
+
+    /// Whether `last`, the owner a record names as its partial's last writer, may still
+    /// write it: another owner, not certainly gone.
+    static func mayStillWrite(_ last: String, for owner: LeaseOwner) -> Bool {
+        last != owner.id && owner.mayBeAlive(last)
+    }
+
+    /// Gives the partial a file of its own before this run takes the download over from
+    /// `previous`, an owner whose run may still be alive. The bytes are copied to a new file
+    /// that replaces the partial (``FreshCopy``); that run's descriptor still points at the
+    /// old one, so what it writes through it when it goes on (its staged bytes, a background
+    /// write) lands there, never in this run's partial, and its next guarded write finds the
+    /// download taken. (What such a run does by name, before its guarded write finds it out,
+    /// this cannot stop: RELIABILITY.md.) Found by the simulator (seed 9308148): a process
     /// suspended past its lease, whose download another process resumed from zero under a
     /// new version and completed, wrote its staged bytes of the old version into that
-    /// partial first. A dead owner, or this one, writes nothing more: no copy.
-    func takeOverPartial(_ partialURL: URL, from previous: String?) async throws {
-        guard let previous, previous != context.owner.id, context.owner.mayBeAlive(previous) else { return }
+    /// partial first.
+    func takeOverPartial(_ partialURL: URL, from previous: String) async throws {
         guard try await Blocking.run({ try FreshCopy.replace(partialURL) }) else { return }
         context.logger.info("taken over from \(previous), whose run may still be alive: the partial was copied to a file of its own", metadata: ["id": "\(id)"])
     }

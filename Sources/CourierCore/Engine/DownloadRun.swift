@@ -101,20 +101,11 @@ struct DownloadRun: Sendable {
         // record: every start here requeued it first, so one of those was paused or failed by
         // another process while it waited in this one's queue, and running it would overrule
         // that (the simulator: a download another process had failed, asked for again).
-        let owner = context.owner
-        let expiry = context.leaseExpiry()
-        let previous = Locked<String?>(nil)   // the partial's last writer, if another's lease ended
-        guard var record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
-            previous.withLock { [last = r.leaseOwner] in $0 = last }
-            r.claim(by: owner, until: expiry)
-        }) else {
-            if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
-            throw ExternalStop()
-        }
+        // A partial whose last writer may still be alive is copied first (`takeOverPartial`).
+        var record = try await claim()
         context.hub.publish(.stateChanged(id: id, state: .downloading, error: nil))
 
         let partialURL = context.fileURL(record.partialPath)
-        try await takeOverPartial(partialURL, from: previous.withLock { $0 })
         let finalURL = context.fileURL(record.localFinalPath)
 
         if let done = try await completeFileInPlace(record, partialURL: partialURL, finalURL: finalURL) {
@@ -257,9 +248,10 @@ struct DownloadRun: Sendable {
     /// A partial found missing because another process deleted it with the download is a
     /// stop, not a failure.
     func fail(with error: CourierError) async -> RunOutcome {
+        let owner = context.owner
         if error.code == .fileWrite, !Task.isCancelled, await partialWasTakenAway(error) { return .stoppedExternally }
         let kept = await keptBytes()
-        await context.bestEffort("recording the failure", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.fail(error, keeping: kept) } }
+        await context.bestEffort("recording the failure", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.fail(error, keeping: kept); $0.releaseLease(ifHeldBy: owner) } }
         // The library's own account (a TLS library's, say) only in the log, never in the message.
         let detail = error.underlying.map { " (\(Redactor.redact(String(describing: $0))))" } ?? ""
         context.logger.warning("download failed: \(error)\(detail)", metadata: ["id": "\(id)"])
@@ -268,8 +260,9 @@ struct DownloadRun: Sendable {
 
     /// Records a pause the engine chose (no space), keeping everything.
     func pause(with error: CourierError) async -> RunOutcome {
+        let owner = context.owner
         let kept = await keptBytes()
-        await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: kept, error: error) } }
+        await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: kept, error: error); $0.releaseLease(ifHeldBy: owner) } }
         context.logger.warning("download paused: \(error)", metadata: ["id": "\(id)"])
         return .paused(error)
     }

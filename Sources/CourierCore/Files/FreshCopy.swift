@@ -5,16 +5,22 @@ import Foundation
 /// there, so what it writes later never reaches the file at this path (a run that takes a
 /// partial over from an owner that may still be alive: ``DownloadRun/takeOverPartial(_:from:)``).
 enum FreshCopy {
-    /// Replaces the file at `url` by a copy of itself. False when there is no file there.
+    /// Replaces the file at `url` by a copy of itself, made durable (the copy synced, then
+    /// the folder after the rename). False when there is no file there. A copy a kill cut
+    /// short is found by its name the next time and replaced.
     @discardableResult
     static func replace(_ url: URL) throws -> Bool {
-        let source = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let source = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard source >= 0 else {
             if errno == ENOENT { return false }
             throw FileErrors.error(errno, "open", url, .read)
         }
         defer { close(source) }
-        let fresh = URL(fileURLWithPath: url.path + ".takeover")
+        var info = stat()
+        guard fstat(source, &info) == 0 else { throw FileErrors.error(errno, "read", url, .read) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw CourierError(.invalidPath, "\(url.lastPathComponent) is not a regular file") }
+        let size = Int64(info.st_size)
+        let fresh = temporaryName(for: url)
         unlink(fresh.path)   // a copy a kill cut short; none is the usual case
         let target = open(fresh.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard target >= 0 else { throw FileErrors.error(errno, "create", fresh, .write) }
@@ -41,9 +47,21 @@ enum FreshCopy {
                 }
             }
         }
+        // All of it (the old writer may have added some meanwhile): a short copy would cut
+        // bytes the record claims.
+        guard position >= size else { throw CourierError(.writeFailed, "the copy of \(url.lastPathComponent) stopped at \(position) of \(size) bytes") }
         guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", fresh, .write) }
         guard rename(fresh.path, url.path) == 0 else { throw FileErrors.error(errno, "rename", url, .write) }
         renamed = true
+        try Durability.syncFolder(url.deletingLastPathComponent())
         return true
+    }
+
+    /// The copy's name beside `url`: short and fixed for a given file (a name near the
+    /// system's limit stays within it; a copy a kill cut short is found again).
+    static func temporaryName(for url: URL) -> URL {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325   // FNV-1a of the file's name
+        for byte in url.lastPathComponent.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return url.deletingLastPathComponent().appendingPathComponent(".courier-copy-" + String(hash, radix: 16))
     }
 }

@@ -4,12 +4,12 @@ import Foundation
 /// downloader and the bulk SQL apply these and nothing else, so the invariants hold in one
 /// place:
 ///
-/// - a record leaves `downloading` with its lease ended: released by the run's own end
-///   (completed, failed), or, when anyone else ends it (a pause, a requeue, a hand-off),
-///   its expiry cleared and its owner kept as the partial's last writer, until that owner's
-///   run ends (``CourierDatabase/releaseLease(id:owner:)``): a run that takes the download
-///   over while that owner may still be alive writes a file of its own
-///   (``DownloadRun/takeOverPartial(_:from:)``);
+/// - a record leaves `downloading` with its lease ended: its expiry cleared, and its owner
+///   kept as the partial's last writer (whose run may still have it open) until that run
+///   ends and releases it (a completion at once; a failure or pause of its own, and
+///   ``CourierDatabase/releaseLease(id:owner:)`` after any other end); a run that takes the
+///   download over while that owner may still be alive first copies the partial to a file
+///   of its own (``DownloadRun/claim()``);
 /// - `bytesReceived` says what the partial file holds when the record stops;
 /// - a failure's code and message live only as long as the failure.
 extension DownloadRecord {
@@ -69,7 +69,7 @@ extension DownloadRecord {
     /// Failed for good, keeping the partial's `kept` bytes (when known) for a later resume.
     mutating func fail(_ error: CourierError, keeping kept: Int64?) {
         state = .failed
-        releaseLease()
+        endLease()
         lastErrorCode = error.code.rawValue
         lastErrorMessage = error.message
         if let kept { bytesReceived = kept }
@@ -143,6 +143,12 @@ extension DownloadRecord {
     /// writer: a run of it may still have the partial open (see the invariants above).
     mutating func endLease() {
         leaseExpiresAt = nil
+    }
+
+    /// No lease, when `owner` holds it or was the last writer (its run, ending, has closed the
+    /// partial); another's stays.
+    mutating func releaseLease(ifHeldBy owner: LeaseOwner) {
+        if leaseOwner == nil || leaseOwner == owner.id { releaseLease() }
     }
 
     private mutating func clearError() {

@@ -202,7 +202,7 @@ import CourierOrigin
             } else {
                 #expect(final.st_ino == before.st_ino, "the partial of an owner that is gone was copied")
             }
-            #expect(!FileManager.default.fileExists(atPath: partial.path + ".takeover"))
+            #expect(!FileManager.default.fileExists(atPath: FreshCopy.temporaryName(for: partial).path))
         }
     }
 }

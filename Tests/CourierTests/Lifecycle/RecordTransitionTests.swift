@@ -15,13 +15,13 @@ import Testing
         return r
     }
 
-    /// The run's own ends release the lease; an end anyone else writes (a pause, a requeue,
-    /// a hand-off) ends it and keeps its owner as the partial's last writer, whose run may
-    /// still have it open (a run taking over then writes a file of its own).
+    /// A completion releases the lease; every other end clears its expiry and keeps its owner
+    /// as the partial's last writer, whose run may still have it open (a run taking over
+    /// then copies the partial first), until that run releases it (`releaseLease(ifHeldBy:)`).
     @Test func everyWayOutOfDownloadingEndsTheLease() {
         let ends: [(String, (inout DownloadRecord) -> Void, DownloadState, released: Bool)] = [
             ("complete", { $0.complete(length: 20) }, .completed, true),
-            ("fail", { $0.fail(CourierError(.tls, "bad cert"), keeping: 12) }, .failed, true),
+            ("fail", { $0.fail(CourierError(.tls, "bad cert"), keeping: 12) }, .failed, false),
             ("pause", { $0.pause(keeping: 12) }, .paused, false),
             ("requeue", { $0.requeue(keeping: 12, freshStart: false) }, .queued, false),
             ("hand off", { $0.handOff(keeping: 12) }, .handedOff, false),
@@ -32,6 +32,11 @@ import Testing
             #expect(r.state == state, "\(name)")
             #expect(r.leaseExpiresAt == nil && !LeaseOwner(id: "other:2:bbbb").isBlocked(by: r), "\(name)")
             #expect(r.leaseOwner == (released ? nil : Self.owner.id), "\(name)")
+            var released = r
+            released.releaseLease(ifHeldBy: LeaseOwner(id: "other:2:bbbb"))
+            #expect(released.leaseOwner == r.leaseOwner, "\(name): another's release took the last writer")
+            released.releaseLease(ifHeldBy: Self.owner)
+            #expect(released.leaseOwner == nil && released.leaseExpiresAt == nil, "\(name)")
         }
     }
 

@@ -25,8 +25,8 @@ struct SimulationScenario {
         case downloading(id: String)
         /// The engine has the download again (resumed, or its hand-off ended).
         case queued(id: String)
-        /// A suspended process went on.
-        case thaw
+        /// The app's process was suspended, and went on.
+        case suspend, thaw
         case ended(id: String, DownloadEnd)
         case request(path: String)
     }
@@ -242,7 +242,7 @@ struct SimulationScenario {
                     moments.removeFirst()
                     try? await clock.sleep(until: due.at, for: .simulatedNetwork)   // cancelled only with the world
                     switch due.what {
-                    case "suspend": trace.add("suspend: process 1001"); processes[0].suspend(); suspended = true
+                    case "suspend": trace.add("suspend: process 1001", .suspend); processes[0].suspend(); suspended = true
                     case "thaw": trace.add("thaw: process 1001", .thaw); processes[0].thaw(); suspended = false
                     default: try await act(due.id, due.what)
                     }
@@ -314,11 +314,14 @@ struct SimulationScenario {
                 case .failed?:
                     if record?.lastErrorCode == nil { outcome.violations.append("\(id): failed without a code") }
                     // The database and the files agree: a failed download put nothing in place.
-                    // After a kill, a whole version a killed completion left there (and that
-                    // the next run could not vouch for) may stay: it may be the version the
-                    // user had, and nothing written is taken away (RELIABILITY.md).
-                    if let file, killAt == nil || !server.versions(path).contains(file) {
-                        outcome.violations.append("\(id): failed with \(killAt == nil ? "its file" : "a file that is no version") in place")
+                    // After a kill or a suspension, a whole version a cut completion left there
+                    // (put in place, then the process killed, or suspended past its lease and the
+                    // download taken over, before its completing write; the next run could not
+                    // vouch for it) may stay: it may be the version the user had, and nothing
+                    // written is taken away (RELIABILITY.md; seed 3600243512 for a suspension).
+                    let cut = killAt != nil || suspension != nil
+                    if let file, !cut || !server.versions(path).contains(file) {
+                        outcome.violations.append("\(id): failed with \(cut ? "a file that is no version" : "its file") in place")
                     }
                 case nil:
                     // Cancelled (before or after it completed): any file left is a whole version.
@@ -401,6 +404,8 @@ struct SimulationScenario {
             var inFlight: Int?     // requests the run here may still send after a cancel elsewhere (at most 1)
             var handedOff = false  // handed off to the system: the engine asks nothing until the hand-off ends
             var acting: String?    // the app's action on the download under way
+            var runningAtSuspend = false   // a run began before or during the app's suspension, and had not ended at it
+            var suspendedNow = false
             for entry in journal {
                 switch entry {
                 case let .app(who, action, done, ok) where who == id:
@@ -416,14 +421,20 @@ struct SimulationScenario {
                     }
                 case let .downloading(who) where who == id:
                     running = true
+                    if suspendedNow { runningAtSuspend = true }   // claimed by the suspended process before its next wait
                 case let .queued(who) where who == id:
                     handedOff = false
                     if let acting, acting.hasSuffix("resume") || acting == "resume elsewhere" {
                         over = false
                         inFlight = nil
                     }
+                case .suspend:
+                    runningAtSuspend = running
+                    suspendedNow = true
                 case .thaw:
-                    if over, inFlight == nil { inFlight = 1 }   // the thawed run's one request
+                    if runningAtSuspend, over, inFlight == nil { inFlight = 1 }   // the thawed run's one request
+                    runningAtSuspend = false
+                    suspendedNow = false
                 case let .ended(who, end) where who == id:
                     switch end {
                     case .cancelled where cancellingElsewhere && running && inFlight == nil:
