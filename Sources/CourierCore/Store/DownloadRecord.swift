@@ -52,7 +52,11 @@ public struct DownloadRecord: Codable, Sendable, Equatable, Identifiable, Fetcha
     public var createdAt: Date
     /// When the record last changed.
     public var updatedAt: Date
-    /// The process (``LeaseOwner``) running this download, while one does.
+    /// The process (``LeaseOwner``) running this download while its lease is in force
+    /// (``leaseExpiresAt`` in the future). With no expiry, the last process whose run wrote
+    /// the partial and may still have it open (its lease was ended by a pause, a requeue, a
+    /// hand-off or another process); it is cleared when that run ends. Such a record is not
+    /// leased: ``LeaseOwner/isBlocked(by:)`` is false.
     public var leaseOwner: String?
     /// When the lease ends unless its owner renews it.
     public var leaseExpiresAt: Date?
