@@ -250,26 +250,10 @@ extension Downloader {
         var position = offset
         // In the kernel where it can (no copy through this process; a clone on file systems
         // that share blocks); through a buffer where it cannot (another file system, Darwin).
-        if try KernelCopy.copyAll(from: source, to: target, at: &position, source: body, target: partial) {
-            // All of it, or the splice is not done (a kill or a short copy is redone from the start).
-            guard position == offset + PartialFile.length(at: body) else {
-                throw CourierError(.writeFailed, "the splice into \(partial.lastPathComponent) stopped at \(position) bytes")
-            }
-            guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", partial, .write) }
-            return
-        }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-            if count < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "read", body, .read) }
-            if count == 0 { break }
-            var written = 0
-            while written < count {
-                let n = buffer.withUnsafeBytes { pwrite(target, $0.baseAddress! + written, count - written, off_t(position)) }
-                if n < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "write", partial, .write) }
-                written += n
-                position += Int64(n)
-            }
+        try KernelCopy.copyRest(from: source, to: target, at: &position, source: body, target: partial)
+        // All of it, or the splice is not done (a kill or a short copy is redone from the start).
+        guard position == offset + PartialFile.length(at: body) else {
+            throw CourierError(.writeFailed, "the splice into \(partial.lastPathComponent) stopped at \(position) bytes")
         }
         guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", partial, .write) }
     }

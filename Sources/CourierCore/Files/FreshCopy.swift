@@ -32,21 +32,7 @@ enum FreshCopy {
         var position: Int64 = 0
         // In the kernel where it can (a clone on file systems that share blocks), else
         // through a buffer from where it stopped.
-        if try !KernelCopy.copyAll(from: source, to: target, at: &position, source: url, target: fresh) {
-            var buffer = [UInt8](repeating: 0, count: 1 << 20)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, off_t(position)) }
-                if count < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "read", url, .read) }
-                if count == 0 { break }
-                var written = 0
-                while written < count {
-                    let n = buffer.withUnsafeBytes { pwrite(target, $0.baseAddress! + written, count - written, off_t(position)) }
-                    if n < 0 { if errno == EINTR { continue }; throw FileErrors.error(errno, "write", fresh, .write) }
-                    written += n
-                    position += Int64(n)
-                }
-            }
-        }
+        try KernelCopy.copyRest(from: source, to: target, at: &position, source: url, target: fresh)
         // All of it (the old writer may have added some meanwhile): a short copy would cut
         // bytes the record claims.
         guard position >= size else { throw CourierError(.writeFailed, "the copy of \(url.lastPathComponent) stopped at \(position) of \(size) bytes") }
