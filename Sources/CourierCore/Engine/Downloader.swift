@@ -217,9 +217,10 @@ public actor Downloader {
             return try await pause(id: id)   // the hand-off ended while this waited: pause what it became
         }
         let length = try await context.database.keptBytes(id: id, partial: context.fileURL(record.partialPath))
-        // Running in another process: its lease stays until that run sees the pause (a claim in between made two writers of one partial; the simulator).
+        // Running in another process: its lease stays until that run sees the pause (a claim in between made two writers of one partial; the simulator),
+        // also over a record an earlier pause left paused with that lease (a second pause dropped it: seed 3194186363).
         let owner = context.owner
-        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: $0.state == .downloading && owner.isBlocked(by: $0)) }) != nil else { return }
+        guard try await context.database.update(id: id, ifStateIn: [.queued, .downloading, .paused], { $0.pause(keeping: length, leaseKept: owner.isBlocked(by: $0)) }) != nil else { return }
         // A run launched here while this waited (the queue's page, read before the pause,
         // came in): stopped as a pause, its end announces it. Found by the simulator: right
         // after a relaunch's start(), the pause said done and the download went on.

@@ -75,6 +75,8 @@ import Testing
          "a small file put in place by a process killed before its completing write; the next process's run, paused before its body, named an empty partial and recorded its reply's size, and the run after completed the file in place without a request, the empty partial left beside it"),
         (694_705_205, ["kill: process 1001", "relaunch: process 1003 picked up [\"d0\", \"d1\", \"d2\"]", "app: pause d0: ok"],
          "a pause right after a relaunch's start(), while the queue's first page was being read: the page came in during the pause's own steps and launched the download, the pause said done, and the download went on (a request after it; found once processes could be killed)"),
+        (3_194_186_363, ["disk: 25.0 seconds between a rename and its record", "app: pause elsewhere d0: ok", "5646 app: resume elsewhere d0"],
+         "a second pause from the other process, over a record the first had left paused with this process's lease kept (its run, slow to record a small file it had put in place, had not yet seen the pause), dropped that lease: a resume from there ran the download beside it and failed it for good with the file in place (found in a long run of fresh seeds)"),
         (9_308_148, ["suspend: process 1001", "app: resume elsewhere d1: ok", "thaw: process 1001", "end: d1 completed"],
          "a process suspended past its lease while its run held staged bytes; the other process resumed the download from zero under a new version and completed it, and the thawed run's bytes of the old version reached that partial first: a completed file of two versions (a run taking over from an owner that may be alive now writes a partial of its own; found once processes could be suspended)"),
     ]
