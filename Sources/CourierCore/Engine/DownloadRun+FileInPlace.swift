@@ -17,7 +17,7 @@ extension DownloadRun {
         // again, at most 1 MiB (the simulator, once processes could be killed).
         if let total = record.totalBytes, total > 0, PartialFile.length(at: partialURL) == 0,
            record.heldBytes == nil || record.expectedSHA256 != nil,
-           total > Self.smallBody || record.expectedSHA256 != nil,
+           Self.vouchesForFileInPlace(record),
            PartialFile.length(at: finalURL) == total,
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
             try discardPartial(partialURL)   // an empty one, named by a stop before its body
@@ -25,5 +25,12 @@ extension DownloadRun {
             throw ExternalStop()
         }
         return nil
+    }
+
+    /// Whether a run finds a whole file of `record`'s size in place complete without a
+    /// request: a big body's (its validators are written before its bytes) or one a checksum
+    /// proves; a small body without one is asked for again (above).
+    static func vouchesForFileInPlace(_ record: DownloadRecord) -> Bool {
+        record.expectedSHA256 != nil || (record.totalBytes ?? 0) > smallBody
     }
 }

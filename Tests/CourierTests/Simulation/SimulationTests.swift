@@ -79,6 +79,8 @@ import Testing
          "a second pause from the other process, over a record the first had left paused with this process's lease kept (its run, slow to record a small file it had put in place, had not yet seen the pause), dropped that lease: a resume from there ran the download beside it and failed it for good with the file in place (found in a long run of fresh seeds)"),
         (9_308_148, ["suspend: process 1001", "app: resume elsewhere d1: ok", "thaw: process 1001", "end: d1 completed"],
          "a process suspended past its lease while its run held staged bytes; the other process resumed the download from zero under a new version and completed it, and the thawed run's bytes of the old version reached that partial first: a completed file of two versions (a run taking over from an owner that may be alive now writes a partial of its own; found once processes could be suspended)"),
+        (20_002_072, ["disk: 5.0 seconds between a rename and its record", "/f0.bin bytes=309- 200 ignoresRange", "app: pause elsewhere d0: ok", "end: d0 failed E_HTTP_5XX requests 6 "],
+         "a small file put in place by a run that another process paused before its completing write was kept, its record's validators (written with its first, cut reply) naming it; the next run asked for it again, as for any small body without a checksum, and failed for good with the file in place (found in a long run of fresh seeds)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
