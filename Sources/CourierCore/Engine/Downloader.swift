@@ -172,6 +172,11 @@ public actor Downloader {
             if url != record.remoteUrl { liveURLs[id] = url }
         }
         if running[id] != nil { return }
+        // Nothing starts here until the requeue is written: a run launched meanwhile (a page
+        // of the queue, a thaw) claimed the record, and the requeue over its claim made it
+        // stop at its next step, taking the download out of the queue (seed 30000637).
+        holdQueue()
+        defer { releaseQueue() }
         if context.owner.isBlocked(by: record) { throw Self.leasedError(record) }
         if record.state == .completed {
             let final = context.fileURL(record.localFinalPath)

@@ -10,6 +10,8 @@ package struct EngineExecutor: Sendable {
     private let executor: (any Sendable)?
     /// Blocking work (file syncs and renames, the database) runs on the caller's thread.
     package let runsInline: Bool
+    /// The simulated disk's faults (``DiskFaults``); nil outside a simulated world.
+    package private(set) var disk: (any DiskFaults)?
 
     /// The executor of the engine's tasks in this task and those it starts.
     @TaskLocal package static var current = EngineExecutor(executor: nil, runsInline: false)
@@ -23,6 +25,14 @@ package struct EngineExecutor: Sendable {
     @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
     package init(simulating executor: any TaskExecutor) {
         self.init(executor: executor, runsInline: true)
+    }
+
+    /// This executor with a simulated disk: bound for a world's run, every task it starts
+    /// meets `disk`'s faults.
+    package func with(disk: any DiskFaults) -> EngineExecutor {
+        var copy = self
+        copy.disk = disk
+        return copy
     }
 
     /// Starts `operation` as an unstructured task (as `Task {}` does, without its actor

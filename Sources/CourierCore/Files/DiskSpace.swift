@@ -18,7 +18,7 @@ public enum DiskSpace {
         if UInt(stats.f_flag) & UInt(ST_RDONLY) != 0 {
             throw CourierError(.permissionDenied, "\(folder.path) is on a read-only file system: nothing can be written there")
         }
-        let available = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        let available = EngineExecutor.diskFault(.write) == ENOSPC ? 0 : Int64(stats.f_bavail) * Int64(stats.f_frsize)   // the simulator's disk: full
         let kept = min(reserve, max(bytes, 1 << 20))
         if available < bytes + kept {
             throw CourierError(.noSpace, "not enough free space: \(bytes) bytes to come plus \(kept) kept free, \(available) available")

@@ -6,7 +6,10 @@ import Foundation
 /// goes through here.
 package enum Durability {
     /// Syncs a descriptor; 0 on success, else -1 with `errno` set.
-    package static func sync(_ fd: Int32) -> Int32 { PlatformSync.fullSync(fd) }
+    package static func sync(_ fd: Int32) -> Int32 {
+        if let err = EngineExecutor.diskFault(.sync, fd: fd) { errno = err; return -1 }   // the simulator's disk
+        return PlatformSync.fullSync(fd)
+    }
 
     /// Syncs an open file handle.
     package static func sync(_ handle: FileHandle) throws {

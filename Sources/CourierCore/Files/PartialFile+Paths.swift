@@ -14,6 +14,7 @@ extension PartialFile {
             throw error(err, "open", url)
         }
         defer { _ = closeDescriptor(fd) }
+        if let err = EngineExecutor.diskFault(.write) { throw error(err, "reserve space for", url) }   // the simulator's disk
         guard ftruncate(fd, off_t(length)) == 0 else { throw error(errno, "size", url) }
         #if canImport(Glibc)
         // The file system reserves the blocks, or says it cannot (FUSE, NFS before 4.2): then
@@ -36,7 +37,21 @@ extension PartialFile {
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw error(errno, "open", url) }
         defer { _ = closeDescriptor(fd) }
-        guard Durability.sync(fd) == 0 else { throw error(errno, "fsync", url) }
+        try syncOrDiscard(fd, url)
+    }
+
+    /// Forces `fd`'s bytes to stable storage; when that fails, the partial at `url` is deleted
+    /// (if the path still names `fd`'s file) before the error is thrown. A failed sync leaves a
+    /// file not known to hold its bytes: Linux marks the pages whose write-back failed clean,
+    /// and a later read may give what the disk held before. A run that resumed from it would
+    /// complete a wrong file (the simulator's failing disk: seed 30000169); the download
+    /// starts again from nothing instead.
+    static func syncOrDiscard(_ fd: Int32, _ url: URL) throws {
+        guard Durability.sync(fd) != 0 else { return }
+        let err = errno
+        var st = stat()
+        if fstat(fd, &st) == 0 { _ = delete(url, ifStill: (UInt64(st.st_dev), UInt64(st.st_ino))) }
+        throw error(err, "fsync", url)
     }
 
     /// The length of the file on disk at `url` (0 when it does not exist).
@@ -78,7 +93,7 @@ extension PartialFile {
     /// Forces a handed-over descriptor's bytes to stable storage and closes it. Blocks.
     static func syncAndClose(_ fd: Int32, _ url: URL) throws {
         defer { _ = closeDescriptor(fd) }
-        if Durability.sync(fd) != 0 { throw error(errno, "fsync", url) }
+        try syncOrDiscard(fd, url)
     }
 
     /// Forces the bytes of a closed partial to stable storage: one an earlier attempt or

@@ -197,6 +197,7 @@ public final class PartialFile {
     static func writeWhole(_ buffer: StagingBuffer, length: Int, at offset: Int64, direct: Descriptor, buffered: Int32, url: URL) throws -> Bool {
         var written = 0
         var useDirect = true
+        if let err = EngineExecutor.diskFault(.write) { throw error(err, "write", url) }   // the simulator's disk
         while written < length {
             let n = pwrite(useDirect ? direct.fd : buffered, buffer.bytes.baseAddress! + written, length - written, off_t(offset + Int64(written)))
             if n < 0 {
@@ -274,6 +275,7 @@ public final class PartialFile {
 
     /// Writes the first `count` staged bytes at the write offset, advancing it.
     func pwriteAll(_ descriptor: Int32, count: Int) throws {
+        if let err = EngineExecutor.diskFault(.write) { throw Self.error(err, "write", url) }   // the simulator's disk
         var written = 0
         while written < count {
             let n = pwrite(descriptor, staging.baseAddress! + written, count - written, off_t(writeOffset))

@@ -50,4 +50,43 @@ import Testing
         try await file.syncAndClose()
         #expect(try Data(contentsOf: url) == data)
     }
+
+    /// A disk that fails every call of one kind with one error (the simulator's seam).
+    struct FailingDisk: DiskFaults {
+        let operation: DiskOperation, err: Int32
+        func fault(_ operation: DiskOperation, fd: Int32) -> Int32? { operation == self.operation ? err : nil }
+    }
+
+    /// A partial whose sync failed is not known to hold its bytes: it is deleted, by either
+    /// way of syncing it (the run's descriptor, or by its path for a segmented download), and
+    /// the error says what failed. Without the deletion, a resume went on from it and
+    /// completed a wrong file (the simulator's seed 30000169).
+    @Test func aPartialWhoseSyncFailedIsDeleted() async throws {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-pf-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("x.partial")
+        let failing = EngineExecutor.current.with(disk: FailingDisk(operation: .sync, err: EIO))
+        for byPath in [false, true] {
+            let file = try PartialFile(url: url)
+            try Data(repeating: 7, count: 100_000).withUnsafeBytes { try file.append($0) }
+            let fd = try file.handOver()
+            if byPath { _ = closeDescriptor(fd) }
+            let thrown = await EngineExecutor.$current.withValue(failing) {
+                #expect(throws: CourierError.self) { byPath ? try PartialFile.sync(url) : try PartialFile.syncAndClose(fd, url) }
+            }
+            #expect(thrown?.code == .writeFailed && thrown?.message.contains("fsync") == true, "\(String(describing: thrown))")
+            #expect(!FileManager.default.fileExists(atPath: url.path), "by path: \(byPath)")
+        }
+        // A full disk: the write and the reservation say so, and what reached the file stays.
+        let full = EngineExecutor.current.with(disk: FailingDisk(operation: .write, err: ENOSPC))
+        let file = try PartialFile(url: url)
+        try Data(repeating: 1, count: 5000).withUnsafeBytes { try file.append($0) }
+        try file.flush()
+        await EngineExecutor.$current.withValue(full) {
+            #expect { try Data(repeating: 2, count: 5000).withUnsafeBytes { try file.append($0) }; try file.flush() } throws: { ($0 as? CourierError)?.code == .noSpace }
+            #expect { try PartialFile.preallocate(dir.appendingPathComponent("y.partial"), length: 1 << 20) } throws: { ($0 as? CourierError)?.code == .noSpace }
+        }
+        try file.close()
+        #expect(PartialFile.length(at: url) == 5000)
+    }
 }

@@ -54,6 +54,16 @@ struct SimulationScenario {
     /// Runs the seed's world to its end (every download completed, failed or cancelled) and
     /// checks it. Call it through ``SimulationExecutor/simulateHere(seed:clock:maxSteps:maxTime:_:)``.
     func run(clock: ManualEngineClock) async -> Outcome {
+        let trace = Trace(clock: clock)
+        // A faulty disk from a seventh stream, in one world of four: full for a while, failing
+        // syncs, or both; every task of the world's engine meets it.
+        var disks = SplitMix(seed: seed ^ Self.disksStream)
+        guard disks.next() % 4 == 0 else { return await world(clock: clock, trace: trace) }
+        let disk = SimulatedDisk(&disks, clock: clock, trace: trace)
+        return await EngineExecutor.$current.withValue(EngineExecutor.current.with(disk: disk)) { await world(clock: clock, trace: trace) }
+    }
+
+    private func world(clock: ManualEngineClock, trace: Trace) async -> Outcome {
         var rng = SplitMix(seed: seed)
         // What the world added later draws from a stream of its own: the draws above stay
         // what they were, so the corpus's older seeds keep their worlds.
@@ -80,7 +90,6 @@ struct SimulationScenario {
             suspension = (at, length, at + .seconds(16) + .milliseconds(Int64(pauses.next() % UInt64((length - .seconds(16)) / .milliseconds(1)))))
         }
         let wall = SimulatedProcess.wallClock(clock)
-        let trace = Trace(clock: clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
                                      partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace,
                                      quirks: resetting ? resets.next() : nil)
@@ -485,6 +494,9 @@ struct SimulationScenario {
     /// The seed stream of suspensions (see `run`), chosen so that no seed of the corpus is one
     /// (and seeds 2 and 686656063 of the same-trace test are).
     static let suspendsStream: UInt64 = 0x5A5F_E4D0_0000_0015
+    /// The seed stream of faulty disks (see `run`), chosen so that no seed of the corpus is one
+    /// (and seeds 3 and 686656063 of the same-trace test are).
+    static let disksStream: UInt64 = 0xD15C_0000_0000_0287
 
     static func words(_ end: DownloadEnd) -> String {
         switch end {
