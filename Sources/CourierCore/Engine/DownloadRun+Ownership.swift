@@ -25,13 +25,14 @@ extension DownloadRun {
     func claim() async throws -> DownloadRecord {
         let owner = context.owner
         let expiry = context.leaseExpiry()
-        let copied = Locked<String?>(nil)
+        var copied: String?   // the writer whose partial this run copied last
         while true {
             let writer = Locked<String?>(nil)   // the partial's last writer, as the write found it
+            let copiedNow = copied
             guard let record = try await db.update(id: id, ifStateIn: [.queued, .downloading], lease: owner, { r in
                 let last = r.leaseOwner
                 writer.withLock { $0 = last }
-                if let last, last != copied.withLock({ $0 }), Self.mayStillWrite(last, for: owner) { return }   // copied before it is claimed
+                if let last, last != copiedNow, Self.mayStillWrite(last, for: owner) { return }   // copied before it is claimed
                 r.claim(by: owner, until: expiry)
             }) else {
                 if let current = try await db.record(id: id), owner.isBlocked(by: current) { throw LeasedElsewhere() }
@@ -41,7 +42,7 @@ extension DownloadRun {
             if record.state == .downloading, record.leaseOwner == owner.id { return record }
             guard let last else { throw ExternalStop() }
             try await takeOverPartial(context.fileURL(record.partialPath), from: last)
-            copied.withLock { $0 = last }
+            copied = last
         }
     }
 

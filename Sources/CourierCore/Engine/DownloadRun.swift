@@ -96,12 +96,10 @@ struct DownloadRun: Sendable {
     }
 
     func loop() async throws -> RunOutcome {
-        // The claim: queued (or interrupted) to downloading, with this downloader's lease, in
-        // one transaction; refused while another lease is in force. Never a paused or failed
-        // record: every start here requeued it first, so one of those was paused or failed by
-        // another process while it waited in this one's queue, and running it would overrule
-        // that (the simulator: a download another process had failed, asked for again).
-        // A partial whose last writer may still be alive is copied first (`takeOverPartial`).
+        // The claim (`claim()`). Never a paused or failed record: every start here requeued it
+        // first, so one of those was paused or failed by another process while it waited in
+        // this one's queue, and running it would overrule that (the simulator: a download
+        // another process had failed, asked for again).
         var record = try await claim()
         context.hub.publish(.stateChanged(id: id, state: .downloading, error: nil))
 

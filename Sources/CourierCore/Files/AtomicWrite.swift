@@ -19,9 +19,15 @@ package final class AtomicWrite {
     private var open = true
 
     /// Creates the temporary sibling of `target` (its folder must exist).
-    package init(replacing target: URL) throws {
+    package convenience init(replacing target: URL) throws {
+        try self.init(replacing: target, through: target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString.prefix(8)).tmp"))
+    }
+
+    /// The same through a temporary file of a name the caller chose (a fixed one, so a copy a
+    /// kill cut short is found again: ``FreshCopy``); none may be there.
+    package init(replacing target: URL, through temporary: URL) throws {
         self.target = target
-        temporary = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString.prefix(8)).tmp")
+        self.temporary = temporary
         let fd = Foundation.open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw FileErrors.error(errno, "create a file beside", target, .write) }
         handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)

@@ -22,24 +22,20 @@ enum FreshCopy {
         let size = Int64(info.st_size)
         let fresh = temporaryName(for: url)
         unlink(fresh.path)   // a copy a kill cut short; none is the usual case
-        let target = open(fresh.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-        guard target >= 0 else { throw FileErrors.error(errno, "create", fresh, .write) }
-        var renamed = false
-        defer {
-            close(target)
-            if !renamed { unlink(fresh.path) }
+        let write = try AtomicWrite(replacing: url, through: fresh)
+        do {
+            var position: Int64 = 0
+            // In the kernel where it can (a clone on file systems that share blocks), else
+            // through a buffer from where it stopped.
+            try KernelCopy.copyRest(from: source, to: write.handle.fileDescriptor, at: &position, source: url, target: fresh)
+            // All of it (the old writer may have added some meanwhile): a short copy would cut
+            // bytes the record claims.
+            guard position >= size else { throw CourierError(.writeFailed, "the copy of \(url.lastPathComponent) stopped at \(position) of \(size) bytes") }
+            try write.commit()
+        } catch {
+            write.abandon()
+            throw error
         }
-        var position: Int64 = 0
-        // In the kernel where it can (a clone on file systems that share blocks), else
-        // through a buffer from where it stopped.
-        try KernelCopy.copyRest(from: source, to: target, at: &position, source: url, target: fresh)
-        // All of it (the old writer may have added some meanwhile): a short copy would cut
-        // bytes the record claims.
-        guard position >= size else { throw CourierError(.writeFailed, "the copy of \(url.lastPathComponent) stopped at \(position) of \(size) bytes") }
-        guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", fresh, .write) }
-        guard rename(fresh.path, url.path) == 0 else { throw FileErrors.error(errno, "rename", url, .write) }
-        renamed = true
-        try Durability.syncFolder(url.deletingLastPathComponent())
         return true
     }
 
