@@ -16,7 +16,6 @@ extension DownloadRun {
         // body) than the file's, and completing would name the wrong version; it is asked
         // again, at most 1 MiB (the simulator, once processes could be killed).
         if let total = record.totalBytes, total > 0, PartialFile.length(at: partialURL) == 0,
-           record.heldBytes == nil || record.expectedSHA256 != nil,
            Self.vouchesForFileInPlace(record),
            PartialFile.length(at: finalURL) == total,
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
@@ -28,9 +27,10 @@ extension DownloadRun {
     }
 
     /// Whether a run finds a whole file of `record`'s size in place complete without a
-    /// request: a big body's (its validators are written before its bytes) or one a checksum
-    /// proves; a small body without one is asked for again (above).
+    /// request: one a checksum proves, or a big body's (its validators are written before its
+    /// bytes) when no older version is being revalidated; anything else is asked for again
+    /// (above).
     static func vouchesForFileInPlace(_ record: DownloadRecord) -> Bool {
-        record.expectedSHA256 != nil || (record.totalBytes ?? 0) > smallBody
+        record.expectedSHA256 != nil || (record.heldBytes == nil && (record.totalBytes ?? 0) > smallBody)
     }
 }

@@ -189,7 +189,8 @@ extension DownloadRun {
     func takeBackUnlessDescribed(_ final: URL, _ placed: (device: UInt64, inode: UInt64), by validators: DownloadRecord?) async {
         guard case let .some(record) = await recordPastStop() else { return }   // unreadable: the file stays, as before
         let describes = record.map { r in
-            Self.vouchesForFileInPlace(r)
+            r.state == .completed   // completed elsewhere with this very file (its checksum, a 304): it stays
+                || Self.vouchesForFileInPlace(r)
                 && (validators.map { r.etag == $0.etag && r.lastModified == $0.lastModified && r.totalBytes == $0.totalBytes } ?? true)
         } ?? false
         guard !describes, PartialFile.delete(final, ifStill: placed) else { return }

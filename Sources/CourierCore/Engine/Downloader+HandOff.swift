@@ -134,7 +134,13 @@ extension Downloader {
             do {
                 try await Blocking.run { try Self.splice(body, into: partial, at: offset) }
             } catch {
-                _ = try? await giveBackKept(id, "the splice failed")   // the splice's own error is the one to report
+                // Its failed sync deleted the partial: nothing kept is known to be on the disk
+                // (the simulator's disk: seed 22012220).
+                if PartialFile.identity(at: partial) == nil {
+                    _ = try? await endHandOffFromNothing(id)   // the splice's own error is the one to report
+                } else {
+                    _ = try? await giveBackKept(id, "the splice failed")   // the splice's own error is the one to report
+                }
                 throw error
             }
             let length = reply.offset + bodyLength
@@ -147,14 +153,7 @@ extension Downloader {
             giveBack(updated, whole: true)
             return .spliced(offset: handOff.keptBytes, bytes: 0)
         case let .restart(reason):
-            // Before the commit: a kill after this unlink leaves the hand-off to be ended
-            // again, which finds no partial and nothing to splice onto.
-            if unlink(partial.path) != 0, errno != ENOENT { throw FileErrors.error(errno, "delete", partial, .write) }
-            guard let updated = try await context.database.endHandOff(id: id, { r in
-                r.requeue(keeping: 0, freshStart: false)
-                r.resetToZero(countingAttempt: true)
-            }) else { return .stale }
-            giveBack(updated, whole: false)
+            guard try await endHandOffFromNothing(id) else { return .stale }
             return .restarted(reason: reason)
         case .notModified, .redirect, .retry, .refreshURL, .fail:
             return try await giveBackKept(id, "the system's reply was \(status)")
@@ -183,6 +182,22 @@ extension Downloader {
     @discardableResult
     public func takeBack(id: String, _ reason: String = "taken back") async throws -> HandOffResult {
         try await serialized(id) { try await giveBackKept(id, reason) }
+    }
+
+    /// Ends `id`'s hand-off keeping nothing: the partial deleted, the record back to zero and
+    /// queued. False when it was not handed off. Call it inside ``serialized(_:_:)``.
+    private func endHandOffFromNothing(_ id: String) async throws -> Bool {
+        guard let record = try await context.database.record(id: id) else { return false }
+        let partial = context.fileURL(record.partialPath)
+        // Before the commit: a kill after this unlink leaves the hand-off to be ended
+        // again, which finds no partial and nothing to splice onto.
+        if unlink(partial.path) != 0, errno != ENOENT { throw FileErrors.error(errno, "delete", partial, .write) }
+        guard let updated = try await context.database.endHandOff(id: id, { r in
+            r.requeue(keeping: 0, freshStart: false)
+            r.resetToZero(countingAttempt: true)
+        }) else { return false }
+        giveBack(updated, whole: false)
+        return true
     }
 
     private func giveBackKept(_ id: String, _ reason: String) async throws -> HandOffResult {
@@ -255,6 +270,8 @@ extension Downloader {
         guard position == offset + PartialFile.length(at: body) else {
             throw CourierError(.writeFailed, "the splice into \(partial.lastPathComponent) stopped at \(position) bytes")
         }
-        guard Durability.sync(target) == 0 else { throw FileErrors.error(errno, "sync", partial, .write) }
+        // Not known to hold what was spliced (nor, for a 200 spliced at 0, what was kept):
+        // deleted, and the hand-off ends from nothing.
+        try PartialFile.syncOrDiscard(target, partial)
     }
 }

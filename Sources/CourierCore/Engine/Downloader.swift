@@ -158,6 +158,11 @@ public actor Downloader {
     ///     redacted (after a relaunch); secrets aside it must be the stored URL.
     public func resume(id: String, url: String? = nil) async throws {
         try checkOpen()
+        // Nothing starts here until the requeue is written: a run launched meanwhile was
+        // stopped by the requeue over its claim, the download left queued with no run (seed
+        // 30000637), or ended paused while this returned as if it ran (a review).
+        holdQueue()
+        defer { releaseQueue() }
         // A stop under way (a pause recorded, its run not yet gone): resumed once it has
         // ended, not dropped as "already running".
         if let current = running[id], intents[id] != nil {
@@ -172,11 +177,6 @@ public actor Downloader {
             if url != record.remoteUrl { liveURLs[id] = url }
         }
         if running[id] != nil { return }
-        // Nothing starts here until the requeue is written: a run launched meanwhile (a page
-        // of the queue, a thaw) claimed the record, and the requeue over its claim made it
-        // stop at its next step, taking the download out of the queue (seed 30000637).
-        holdQueue()
-        defer { releaseQueue() }
         if context.owner.isBlocked(by: record) { throw Self.leasedError(record) }
         if record.state == .completed {
             let final = context.fileURL(record.localFinalPath)

@@ -17,6 +17,7 @@ package final class AtomicWrite {
     /// The file that the commit replaces.
     package let target: URL
     private var open = true
+    private var placed = false
 
     /// Creates the temporary sibling of `target` (its folder must exist).
     package convenience init(replacing target: URL) throws {
@@ -53,7 +54,7 @@ package final class AtomicWrite {
 
     /// The first half of ``commit()``: the temporary file synced and closed.
     package func prepare() throws {
-        try Durability.sync(handle)
+        guard Durability.sync(handle.fileDescriptor) == 0 else { throw FileErrors.error(errno, "force to stable storage", target, .write) }
         try close()
     }
 
@@ -61,16 +62,18 @@ package final class AtomicWrite {
     /// rename over the target, and the folder synced.
     package func putInPlace() throws {
         guard rename(temporary.path, target.path) == 0 else { throw FileErrors.error(errno, "put in place", target, .write) }
+        placed = true
         try Durability.syncFolder(target.deletingLastPathComponent())
     }
 
-    /// Deletes the temporary file; the target stays as it was.
+    /// Deletes the temporary file; the target stays as it was. After the rename (the
+    /// folder's sync failed) the temporary name is no longer this write's: nothing is deleted.
     package func abandon() {
         if open {
             open = false
             try? handle.close()   // abandoning: the file is deleted next, its bytes do not matter
         }
-        unlink(temporary.path)
+        if !placed { unlink(temporary.path) }
     }
 
     private func close() throws {

@@ -32,7 +32,8 @@ extension PartialFile {
     private typealias Fallocate = @convention(c) (Int32, Int32, Int64, Int64) -> Int32
     private static let fallocate: Fallocate? = dlsym(dlopen(nil, RTLD_NOW), "fallocate64").map { unsafeBitCast($0, to: Fallocate.self) }
 
-    /// Forces a file's bytes to stable storage.
+    /// Forces a file's bytes to stable storage. When that fails the file is deleted (it is
+    /// not known to hold its bytes; see `syncOrDiscard`) and the error thrown.
     public static func sync(_ url: URL) throws {
         let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw error(errno, "open", url) }

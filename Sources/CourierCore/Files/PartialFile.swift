@@ -299,7 +299,8 @@ public final class PartialFile {
     }
 
     /// Flushes, forces the bytes to stable storage on the blocking pool (fsync blocks; the
-    /// cooperative threads are few), and closes.
+    /// cooperative threads are few), and closes. When the sync fails the file is deleted (it
+    /// is not known to hold its bytes) and the error thrown.
     public func syncAndClose() async throws {
         try await settle()
         let fd = try handOver(), url = self.url

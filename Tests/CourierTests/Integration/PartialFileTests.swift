@@ -71,18 +71,38 @@ import Testing
             try Data(repeating: 7, count: 100_000).withUnsafeBytes { try file.append($0) }
             let fd = try file.handOver()
             if byPath { _ = closeDescriptor(fd) }
-            let thrown = await EngineExecutor.$current.withValue(failing) {
+            let thrown = EngineExecutor.$current.withValue(failing) {
                 #expect(throws: CourierError.self) { byPath ? try PartialFile.sync(url) : try PartialFile.syncAndClose(fd, url) }
             }
             #expect(thrown?.code == .writeFailed && thrown?.message.contains("fsync") == true, "\(String(describing: thrown))")
             #expect(!FileManager.default.fileExists(atPath: url.path), "by path: \(byPath)")
         }
+        // A path that names another file by then (a run that took the download over copied the
+        // partial to a file of its own) keeps it: only the file whose sync failed goes.
+        let stale = try PartialFile(url: url)
+        try Data(repeating: 3, count: 1000).withUnsafeBytes { try stale.append($0) }
+        let staleFD = try stale.handOver()
+        try FreshCopy.replace(url)
+        EngineExecutor.$current.withValue(failing) {
+            #expect(throws: CourierError.self) { try PartialFile.syncAndClose(staleFD, url) }
+        }
+        #expect(PartialFile.length(at: url) == 1000)
+        try FileManager.default.removeItem(at: url)
+        // The hand-off's splice: a failed sync deletes the partial too (a 200 spliced at 0
+        // rewrote all of it).
+        let body = dir.appendingPathComponent("body")
+        try Data(repeating: 4, count: 3000).write(to: body)
+        try Data(repeating: 5, count: 2000).write(to: url)
+        EngineExecutor.$current.withValue(failing) {
+            #expect(throws: CourierError.self) { try Downloader.splice(body, into: url, at: 0) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: url.path))
         // A full disk: the write and the reservation say so, and what reached the file stays.
         let full = EngineExecutor.current.with(disk: FailingDisk(operation: .write, err: ENOSPC))
         let file = try PartialFile(url: url)
         try Data(repeating: 1, count: 5000).withUnsafeBytes { try file.append($0) }
         try file.flush()
-        await EngineExecutor.$current.withValue(full) {
+        EngineExecutor.$current.withValue(full) {
             #expect { try Data(repeating: 2, count: 5000).withUnsafeBytes { try file.append($0) }; try file.flush() } throws: { ($0 as? CourierError)?.code == .noSpace }
             #expect { try PartialFile.preallocate(dir.appendingPathComponent("y.partial"), length: 1 << 20) } throws: { ($0 as? CourierError)?.code == .noSpace }
         }

@@ -6,8 +6,11 @@ import Foundation
 /// (every write of a download's bytes, and every reservation or check of space for them,
 /// fails with `ENOSPC` until space is freed), or its syncs fail at times (`EIO`), or both.
 /// A failed sync loses what the file held that was not yet on the disk, as Linux's page
-/// cache does after a failed write-back: the simulator turns the file's last page (at most
-/// 4 KiB) to zeros, so a run that trusted such a file would complete a wrong one.
+/// cache may after a failed write-back: the simulator turns the file's last 4 KiB page to
+/// zeros (a real disk would lose only pages written since the last sync; the engine deletes
+/// the file either way), so a run that trusted such a file would complete a wrong one. The
+/// writes a run makes to its partial meet the full disk; the hand-off's splice and the
+/// take-over's copy (copied in the kernel) meet only its failing syncs.
 ///
 /// The engine asks it before each of those calls (``DiskFaults``), on the simulator's one
 /// thread, so its draws come in the seed's order.
@@ -55,16 +58,17 @@ final class SimulatedDisk: DiskFaults, @unchecked Sendable { // `rng` under `loc
         }
     }
 
-    /// Zeroes the last page of the regular file `fd` names; how many bytes, or nil for a
-    /// folder or an empty file.
+    /// Zeroes the last 4 KiB page of the regular file `fd` names; how many bytes, or nil for
+    /// a folder or an empty file.
     private static func loseLastPage(_ fd: Int32) -> Int? {
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size > 0 else { return nil }
         let writable = open("/proc/self/fd/\(fd)", O_WRONLY | O_CLOEXEC)   // the descriptor may be read-only
         guard writable >= 0 else { return nil }
         defer { close(writable) }
-        let count = Int(min(Int64(st.st_size), 4096))
+        let start = (Int64(st.st_size) - 1) / 4096 * 4096
+        let count = Int(Int64(st.st_size) - start)
         let zeros = [UInt8](repeating: 0, count: count)
-        return pwrite(writable, zeros, count, off_t(Int64(st.st_size) - Int64(count))) == count ? count : nil
+        return pwrite(writable, zeros, count, off_t(start)) == count ? count : nil
     }
 }

@@ -81,10 +81,12 @@ import Testing
          "a process suspended past its lease while its run held staged bytes; the other process resumed the download from zero under a new version and completed it, and the thawed run's bytes of the old version reached that partial first: a completed file of two versions (a run taking over from an owner that may be alive now writes a partial of its own; found once processes could be suspended)"),
         (20_002_072, ["disk: 5.0 seconds between a rename and its record", "/f0.bin bytes=309- 200 ignoresRange", "app: pause elsewhere d0: ok", "end: d0 failed E_HTTP_5XX requests 6 "],
          "a small file put in place by a run that another process paused before its completing write was kept, its record's validators (written with its first, cut reply) naming it; the next run asked for it again, as for any small body without a checksum, and failed for good with the file in place (found in a long run of fresh seeds)"),
-        (30_000_169, ["disk: one sync in 3 fails", "500 disk: a sync fails (EIO), 4096 B of its file lost", "app: resume d0: ok", "end: d0 completed"],
+        (30_000_169, ["disk: one sync in 3 fails", "500 disk: a sync fails (EIO), ", "app: resume d0: ok", "end: d0 completed"],
          "a partial whose sync failed (its last page lost, as Linux's page cache loses it) was kept; the download failed, the app resumed it, and the run went on from that partial and completed a wrong file (a partial whose sync failed is now deleted; found once the disk could fail)"),
         (30_000_637, ["system: task 1 for d1 ended 200; adopted", "thaw: process 1001", "app: resume d1: ok", "end: d1 completed"],
          "a resume here while the thaw launched the download's run: the run claimed the record between the resume's check for a run and its requeue, the requeue made the run stop at its next step, and the download sat queued with nobody to run it (the queue is now held through the resume's steps; found once the disk could fail)"),
+        (22_012_220, ["system: task 1 for d1 from byte 4071", "697 disk: a sync fails (EIO), ", "system: task 1 for d1: the app's step failed: E_WRITE", "end: d1 completed"],
+         "the hand-off's splice failed its sync (the partial's last page lost) and the hand-off ended keeping the bytes kept before it; the next run went on from them and completed a wrong file (the splice's failed sync now deletes the partial and the hand-off ends from nothing; found by a review, then in a long run)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
