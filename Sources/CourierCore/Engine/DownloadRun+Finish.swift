@@ -182,16 +182,18 @@ extension DownloadRun {
     ///   only with its completion): the next run would complete it under another version's
     ///   ETag (found by the simulator, seed 3984742150), so it goes, and the next run asks
     ///   again (for a small body, at most 1 MiB fetched twice);
-    /// - a small body without a checksum, whatever its validators: the next run asks for it
-    ///   again anyway (``completeFileInPlace(_:partialURL:finalURL:)``), and had that run failed
-    ///   for good, the file would have stayed beside a failed record (seed 20002072).
+    /// - a small body without a checksum, or a file being revalidated without one, whatever
+    ///   its validators: the next run asks for it again anyway
+    ///   (``completeFileInPlace(_:partialURL:finalURL:)``), and had that run failed for good,
+    ///   the file would have stayed beside a failed record (seed 20002072);
+    /// - completed (elsewhere, with this very file: its checksum, a `304`): the file stays.
     /// Run outside the run's task: a stop must not skip it.
     func takeBackUnlessDescribed(_ final: URL, _ placed: (device: UInt64, inode: UInt64), by validators: DownloadRecord?) async {
         guard case let .some(record) = await recordPastStop() else { return }   // unreadable: the file stays, as before
         let describes = record.map { r in
             r.state == .completed   // completed elsewhere with this very file (its checksum, a 304): it stays
-                || Self.vouchesForFileInPlace(r)
-                && (validators.map { r.etag == $0.etag && r.lastModified == $0.lastModified && r.totalBytes == $0.totalBytes } ?? true)
+                || (Self.vouchesForFileInPlace(r)
+                    && (validators.map { r.etag == $0.etag && r.lastModified == $0.lastModified && r.totalBytes == $0.totalBytes } ?? true))
         } ?? false
         guard !describes, PartialFile.delete(final, ifStill: placed) else { return }
         context.logger.info(record == nil ? "cancelled by another process as the file was put in place: deleted it"

@@ -187,7 +187,7 @@ extension Downloader {
     /// Ends `id`'s hand-off keeping nothing: the partial deleted, the record back to zero and
     /// queued. False when it was not handed off. Call it inside ``serialized(_:_:)``.
     private func endHandOffFromNothing(_ id: String) async throws -> Bool {
-        guard let record = try await context.database.record(id: id) else { return false }
+        guard let (record, _) = try await context.database.handOff(id: id) else { return false }
         let partial = context.fileURL(record.partialPath)
         // Before the commit: a kill after this unlink leaves the hand-off to be ended
         // again, which finds no partial and nothing to splice onto.
@@ -196,6 +196,7 @@ extension Downloader {
             r.requeue(keeping: 0, freshStart: false)
             r.resetToZero(countingAttempt: true)
         }) else { return false }
+        context.logger.info("hand-off ended: going on from nothing", metadata: ["id": "\(id)"])
         giveBack(updated, whole: false)
         return true
     }

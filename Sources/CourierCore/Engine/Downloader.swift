@@ -158,16 +158,16 @@ public actor Downloader {
     ///     redacted (after a relaunch); secrets aside it must be the stored URL.
     public func resume(id: String, url: String? = nil) async throws {
         try checkOpen()
-        // Nothing starts here until the requeue is written: a run launched meanwhile was
-        // stopped by the requeue over its claim, the download left queued with no run (seed
-        // 30000637), or ended paused while this returned as if it ran (a review).
-        holdQueue()
-        defer { releaseQueue() }
         // A stop under way (a pause recorded, its run not yet gone): resumed once it has
         // ended, not dropped as "already running".
         if let current = running[id], intents[id] != nil {
             await current.supervisor.value
         }
+        // Nothing starts here until the requeue is written: a run launched meanwhile was
+        // stopped by the requeue over its claim, the download left queued with no run (seed
+        // 30000637), or ended paused while this returned as if it ran (ResumeSimulationTests).
+        holdQueue()
+        defer { releaseQueue() }
         let record = try await settledRecord(id)
         if let url {
             _ = try URLPolicy.validate(url)
