@@ -3,7 +3,7 @@ import Foundation
 @testable import CourierCore
 
 /// The world's disk (issue 46), in a world that draws a faulty one: it fills up for a while
-/// (every write of a download's bytes, and every reservation or check of space for them,
+/// (every write of a run to its partial, and every reservation or check of space for them,
 /// fails with `ENOSPC` until space is freed), or its syncs fail at times (`EIO`), or both.
 /// A failed sync loses what the file held that was not yet on the disk, as Linux's page
 /// cache may after a failed write-back: the simulator turns the file's last 4 KiB page to
