@@ -89,6 +89,22 @@ struct SimulationScenario {
             let at = Duration.milliseconds(Int64(pauses.next() % 5000)), length = Duration.seconds(Int64(17 + pauses.next() % 44))
             suspension = (at, length, at + .seconds(16) + .milliseconds(Int64(pauses.next() % UInt64((length - .seconds(16)) / .milliseconds(1)))))
         }
+        // Completion hooks from an eighth, in one world of four: every process completes every
+        // download through the app's hook (its row written in the completing write), and one
+        // call in five throws.
+        var hooks = SplitMix(seed: seed ^ Self.hooksStream)
+        let hooked = hooks.next() % 4 == 0
+        let hookDraws = Locked(SplitMix(seed: hooks.next()))
+        func register(_ downloader: Downloader) throws {
+            guard hooked else { return }
+            try downloader.onCompletion(ofIDsWithPrefix: "") { db, record in
+                if hookDraws.withLock({ $0.next() % 5 == 0 }) {
+                    trace.add("hook: \(record.id) throws")
+                    throw CourierError(.unexpected, "the app's hook failed (simulated)")
+                }
+                try db.execute(sql: "INSERT OR REPLACE INTO app_files (id, etag) VALUES (?, ?)", arguments: [record.id, record.etag])
+            }
+        }
         let wall = SimulatedProcess.wallClock(clock)
         let server = SimulatedServer(seed: rng.next(), clock: clock, faultRate: [0.0, 0.2, 0.5][Int(rng.next() % 3)],
                                      partEvery: .milliseconds([10, 50, 200][Int(rng.next() % 3)]), trace: trace,
@@ -96,6 +112,10 @@ struct SimulationScenario {
         var outcome = Outcome()
         do {
             let database = try CourierDatabase(writer: try Self.freshDatabase())
+            if hooked {
+                try Self.createAppTable(database.writer)
+                trace.add("world: every download completes through the app's hook (one call in five throws)")
+            }
             var configuration = DownloaderConfiguration(rootDirectory: directory)
             let jitter = Locked(SplitMix(seed: rng.next()))
             configuration.clock = clock
@@ -131,6 +151,7 @@ struct SimulationScenario {
             var downloader = Downloader(configuration: first, database: database,
                                         transport: SimulatedTransport(server: server, process: ownProcesses ? processes[0] : nil),
                                         logger: TraceLogHandler.logger("app", trace))
+            try register(downloader)
             var killed: Downloader?
             // The system's background transfers: they go on through a kill, and end with the
             // process alive then.
@@ -146,6 +167,7 @@ struct SimulationScenario {
             second.leaseOwner = ownProcesses ? processes[1].owner(liveness, wallClock: wall) : LeaseOwner.make(liveness: .system, wallClock: wall)
             let elsewhere = Downloader(configuration: second, database: database, transport: SimulatedTransport(server: server),
                                        logger: TraceLogHandler.logger("elsewhere", trace))
+            try register(elsewhere)
             // The kill: the app's process stops dead, what was ready runs to its next wait (the
             // moment of the kill), the files and the database must agree, and the app is
             // launched again as a new process on them.
@@ -155,12 +177,14 @@ struct SimulationScenario {
                 system.deliver(to: nil)
                 try? await clock.sleep(for: .milliseconds(1), .simulatedNetwork)   // cancelled only with the world
                 outcome.violations += try await Self.disagreements(ids: ids, database: database, server: server, directory: directory, when: "after the kill")
+                if hooked { outcome.violations += try await Self.rowsDisagree(ids: ids, database: database, when: "after the kill") }
                 var next = configuration
                 next.clock = ProcessClock(world: clock, process: processes[2])
                 next.leaseOwner = processes[2].owner(liveness, wallClock: wall)
                 killed = downloader
                 downloader = Downloader(configuration: next, database: database, transport: SimulatedTransport(server: server, process: processes[2]),
                                         logger: TraceLogHandler.logger("relaunched", trace))
+                try register(downloader)
                 let picked = try await downloader.start()
                 trace.add("relaunch: process 1003 picked up \(picked.sorted())")
                 system.deliver(to: downloader)
@@ -344,6 +368,7 @@ struct SimulationScenario {
                 if requests > 400 { outcome.violations.append("\(id): \(requests) requests") }
             }
             outcome.violations += Self.brokenOrder(trace.journal, ids: ids)
+            if hooked { outcome.violations += try await Self.rowsDisagree(ids: ids, database: database, when: "at the end") }
             // The killed process is shut down, then let go on (unchecked): its runs, cancelled,
             // end at their next wait, and free the seed's memory.
             if let killed {
@@ -483,6 +508,28 @@ struct SimulationScenario {
         return found
     }
 
+    /// The app's rows and the records agree (a world with completion hooks): every download
+    /// completed has its row, naming the version its record does.
+    static func rowsDisagree(ids: [String], database: CourierDatabase, when: String) async throws -> [String] {
+        var found: [String] = []
+        for id in ids {
+            guard let record = try await database.record(id: id), record.state == .completed else { continue }
+            let row = try Self.appRow(id, database.writer)
+            if row != record.etag { found.append("\(id): completed \(when), and the app's row says \(row.map { "\($0)" } ?? "nothing")") }
+        }
+        return found
+    }
+
+    /// The app's table, and its row for `id`: on the caller's thread (the simulator's), as the
+    /// engine's own database calls are under it (GRDB's async calls run on a queue of its own).
+    static func createAppTable(_ writer: any DatabaseWriter) throws {
+        try writer.write { try $0.execute(sql: "CREATE TABLE app_files (id TEXT PRIMARY KEY, etag TEXT)") }
+    }
+
+    static func appRow(_ id: String, _ writer: any DatabaseWriter) throws -> String? {
+        try writer.read { try String?.fetchOne($0, sql: "SELECT etag FROM app_files WHERE id = ?", arguments: [id]) } ?? nil
+    }
+
     /// The seed stream of kills (see `run`).
     static let fatesStream: UInt64 = 0x4B11_1ED0_0000_001F
     /// The seed stream of hand-offs (see `run`), chosen so that no seed of the corpus is one
@@ -497,6 +544,9 @@ struct SimulationScenario {
     /// The seed stream of faulty disks (see `run`), chosen so that no seed of the corpus is one
     /// (and seeds 3 and 686656063 of the same-trace test are).
     static let disksStream: UInt64 = 0xD15C_0000_0000_0287
+    /// The seed stream of completion hooks (see `world`), chosen so that no seed of the corpus
+    /// is one (and seeds 2 and 686656063 of the same-trace test are).
+    static let hooksStream: UInt64 = 0x4007_0000_0000_0024
 
     static func words(_ end: DownloadEnd) -> String {
         switch end {
