@@ -249,7 +249,8 @@ struct DownloadRun: Sendable {
         let owner = context.owner
         if error.code == .fileWrite, !Task.isCancelled, await partialWasTakenAway(error) { return .stoppedExternally }
         let kept = await keptBytes()
-        await context.bestEffort("recording the failure", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.fail(error, keeping: kept); $0.releaseLease(ifHeldBy: owner) } }
+        let written = await context.bestEffort("recording the failure", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.fail(error, keeping: kept); $0.releaseLease(ifHeldBy: owner) } }
+        if case .some(nil) = written { return await refusedEnd(error) }
         // The library's own account (a TLS library's, say) only in the log, never in the message.
         let detail = error.underlying.map { " (\(Redactor.redact(String(describing: $0))))" } ?? ""
         context.logger.warning("download failed: \(error)\(detail)", metadata: ["id": "\(id)"])
@@ -260,9 +261,21 @@ struct DownloadRun: Sendable {
     func pause(with error: CourierError) async -> RunOutcome {
         let owner = context.owner
         let kept = await keptBytes()
-        await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: kept, error: error); $0.releaseLease(ifHeldBy: owner) } }
+        let written = await context.bestEffort("recording the pause", id: id) { try await db.update(id: id, ifStateIn: [.downloading, .queued], lease: context.owner) { $0.pause(keeping: kept, error: error); $0.releaseLease(ifHeldBy: owner) } }
+        if case .some(nil) = written { return await refusedEnd(error) }
         context.logger.warning("download paused: \(error)", metadata: ["id": "\(id)"])
         return .paused(error)
+    }
+
+    /// A failure or pause whose write was refused: the download is no longer this run's
+    /// (another process paused, cancelled or took it over while this run was ending, as a
+    /// suspended process's run finds at its thaw). Its end is what the record says, not this
+    /// run's error: announcing "failed" over a download another process was running ended
+    /// its events while it went on (the simulator: seed 34009297).
+    private func refusedEnd(_ error: CourierError) async -> RunOutcome {
+        context.logger.info("not recorded, the download is no longer this run's: \(error)", metadata: ["id": "\(id)"])
+        await dropOrphanedPartial()
+        return .stoppedExternally
     }
 
     /// The bytes the partial holds now (its ranges' sum when segmented), when they can be told.

@@ -300,8 +300,11 @@ extension DownloadRun {
                 try await limiter?.consume(keep, activity: activity)
             }
             // The range is whole (a split may have brought its end closer): stop here; the
-            // rest of this reply belongs to another connection.
-            if file.logicalLength >= end { return }
+            // rest of this reply belongs to another connection. Flushed here, so its error
+            // is the range's: a full disk, met only now by a range that fit in the buffer,
+            // was swallowed by the flush on the way out, and the range asked again at once,
+            // forever (the simulator's full disk: seed 23089268, 492 requests).
+            if file.logicalLength >= end { try file.flush(); return }
         }
         try file.flush()
         if file.logicalLength < board.end(of: index) {

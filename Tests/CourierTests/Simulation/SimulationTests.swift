@@ -87,6 +87,10 @@ import Testing
          "a resume here while the thaw launched the download's run: the run claimed the record between the resume's check for a run and its requeue, the requeue made the run stop at its next step, and the download sat queued with nobody to run it (the queue is now held through the resume's steps; found once the disk could fail)"),
         (22_012_220, ["system: task 1 for d1 from byte 4071", "697 disk: a sync fails (EIO), ", "system: task 1 for d1: the app's step failed: E_WRITE", "end: d1 completed"],
          "the hand-off's splice failed its sync (the partial's last page lost) and the hand-off ended keeping the bytes kept before it; the next run went on from them and completed a wrong file (the splice's failed sync now deletes the partial and the hand-off ends from nothing; found by a review, then in a long run)"),
+        (34_009_297, ["suspend: process 1001", "app: resume elsewhere d0: ok", "thaw: process 1001", "22469 event: d0 ended left to another process", "end: d0 completed"],
+         "a suspended process's run whose sync had failed ended at its thaw, after the other process took the download over: its failure, not written (the record was no longer its own), was announced all the same, and the other process's requests came after an end (a refused failure or pause now ends as the record says)"),
+        (23_089_268, ["disk: full from 0.036 seconds", "110 event: d2 ended paused E_NO_SPACE", "end: d2 failed E_COMPLETION_HOOK requests 44 "],
+         "a range that fit in the buffer met the full disk only at its last flush, on the way out, which swallowed the error: the range was asked for again at once, 492 requests until space was freed (found in a long run of fresh seeds)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
