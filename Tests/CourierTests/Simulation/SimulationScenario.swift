@@ -515,7 +515,8 @@ struct SimulationScenario {
         for id in ids {
             guard let record = try await database.record(id: id), record.state == .completed else { continue }
             let row = try Self.appRow(id, database.writer)
-            if row != record.etag { found.append("\(id): completed \(when), and the app's row says \(row.map { "\($0)" } ?? "nothing")") }
+            guard let row else { found.append("\(id): completed \(when), and the app has no row"); continue }
+            if row != record.etag { found.append("\(id): completed \(when), and the app's row says \(row ?? "no ETag")") }
         }
         return found
     }
@@ -526,8 +527,9 @@ struct SimulationScenario {
         try writer.write { try $0.execute(sql: "CREATE TABLE app_files (id TEXT PRIMARY KEY, etag TEXT)") }
     }
 
-    static func appRow(_ id: String, _ writer: any DatabaseWriter) throws -> String? {
-        try writer.read { try String?.fetchOne($0, sql: "SELECT etag FROM app_files WHERE id = ?", arguments: [id]) } ?? nil
+    /// nil: no row; `.some(nil)`: a row without an ETag.
+    static func appRow(_ id: String, _ writer: any DatabaseWriter) throws -> String?? {
+        try writer.read { db in try Row.fetchOne(db, sql: "SELECT etag FROM app_files WHERE id = ?", arguments: [id]).map { $0["etag"] as String? } }
     }
 
     /// The seed stream of kills (see `run`).
