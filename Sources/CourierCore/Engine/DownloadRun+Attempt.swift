@@ -67,7 +67,7 @@ extension DownloadRun {
             case .notModified:
                 // The file in place is the server's current one: it stays, as it was.
                 await response.body.drain()
-                try discardPartial(context.fileURL(record.partialPath))
+                try await discardPartial(context.fileURL(record.partialPath))
                 var kept = record
                 kept.etag = record.heldEtag; kept.lastModified = record.heldLastModified
                 try Self.stopIdleWatch()

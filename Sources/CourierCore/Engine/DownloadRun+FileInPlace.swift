@@ -19,7 +19,7 @@ extension DownloadRun {
            Self.vouchesForFileInPlace(record),
            PartialFile.length(at: finalURL) == total,
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
-            try discardPartial(partialURL)   // an empty one, named by a stop before its body
+            try await discardPartial(partialURL)   // an empty one, named by a stop before its body
             if let done = try await markCompleted(length: total) { return done }
             throw ExternalStop()
         }

@@ -179,7 +179,7 @@ struct DownloadRun: Sendable {
                 record = reset
                 rangeBudgets.withLock { $0.removeAll() }
                 if let hook = config.duringRestart { await hook(); try Task.checkCancellation() }
-                try discardPartial(partialURL)
+                try await discardPartial(partialURL)
                 context.hub.publish(.progress(DownloadProgress(id: id, bytesReceived: 0, totalBytes: nil)))
                 action = lifecycle.restarted()
             case let .complete(done):
@@ -304,9 +304,9 @@ struct DownloadRun: Sendable {
         return r
     }
 
-    func discardPartial(_ url: URL) throws {
+    func discardPartial(_ url: URL) async throws {
         unsavedReply.set(nil)   // its bytes are gone: what tied them to the server's file goes too
-        if unlink(url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", url) }
+        try await Blocking.run { try PartialFile.deleteDurably(url) }
     }
 
     /// After `error`, a partial file found missing: whether another process deleted it with

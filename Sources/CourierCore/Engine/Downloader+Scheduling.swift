@@ -154,6 +154,7 @@ extension Downloader {
                 liveURLs[id] = nil
                 if let partial { unlink(partial.path) }
                 await context.bestEffort("deleting the record", id: id) { try await db.delete(id: id) }
+                if let partial { await syncFolder(ofDeleted: partial, id: id) }
                 end = .cancelled
             case .handOff:
                 // Not an end: the download goes on in the system's hands, and its stream
@@ -209,5 +210,21 @@ extension Downloader {
             end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
         }
         context.hub.publish(.ended(id: id, end))
+    }
+
+    /// A cancelled download's partial, just deleted, stays deleted through a power cut: its
+    /// folder is synced, whether this cancel found the name or an earlier step of a run
+    /// deleted it unsynced (a restart from zero; the simulator's power cut brought such
+    /// partials back beside no record: seeds 40000614, 40001793). One fsync a cancel; a
+    /// failure only logged (the cancel is done); no folder, nothing to sync.
+    func syncFolder(ofDeleted partial: URL, id: String) async {
+        let folder = partial.deletingLastPathComponent()
+        await context.bestEffort("syncing the folder of a deleted partial", id: id) {
+            try await Blocking.run {
+                var st = stat()
+                guard stat(folder.path, &st) == 0 else { return }   // no folder: no name in it
+                try Durability.syncFolder(folder)
+            }
+        }
     }
 }

@@ -257,13 +257,13 @@ public actor Downloader {
             if await stoppedRunCancelled(id) { return true }
             let record = try await storedRecord(id)
             closeHandOffProgress(id)
-            let partial = context.fileURL(record.partialPath).path
-            unlink(partial)
+            let partial = context.fileURL(record.partialPath)
+            unlink(partial.path)
             try await context.database.delete(id: id)
-            // Again: a run in another process may have named a small download's unnamed
-            // partial in between (it checks the record after naming; this catches a name
-            // given just before the record went).
-            unlink(partial)
+            // Again: a run in another process may have named a small download's unnamed partial
+            // in between (it checks the record after naming; this catches a name given before).
+            unlink(partial.path)
+            await syncFolder(ofDeleted: partial, id: id)
             return false
         }
         if !stoppedRun { context.hub.publish(.ended(id: id, .cancelled)) }

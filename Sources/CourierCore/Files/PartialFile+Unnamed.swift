@@ -31,7 +31,7 @@ extension PartialFile {
     convenience init(unnamedAt url: URL, bufferSize: Int) throws {
         #if os(Linux)
         try Durability.createFolder(url.deletingLastPathComponent())
-        if unlink(url.path) != 0, errno != ENOENT { throw Self.error(errno, "delete", url) }
+        try Self.deleteDurably(url)   // an old file's name must not come back over this one's
         let fd = Self.canLink ? open(url.deletingLastPathComponent().path, Self.tmpFileFlag | O_WRONLY | O_CLOEXEC, 0o644) : -1
         if fd >= 0 {
             self.init(url: url, fd: fd, writingAt: 0, bufferSize: bufferSize, directIO: false)
@@ -119,8 +119,14 @@ extension PartialFile {
             if errno == EEXIST { return nil }
             throw error(errno, "name", final)
         }
-        let dfd = open(final.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { _ = Durability.sync(dfd); _ = closeDescriptor(dfd) }
+        do {
+            try Durability.syncFolder(final.deletingLastPathComponent())
+        } catch {
+            // The name may not survive a power cut: taken back (the descriptor keeps the
+            // bytes), and the error thrown, as for a rename (`finalize`).
+            _ = delete(final, ifStill: (UInt64(st.st_dev), UInt64(st.st_ino)))
+            throw error
+        }
         #endif
         return (UInt64(st.st_dev), UInt64(st.st_ino))
     }

@@ -109,4 +109,46 @@ import Testing
         try file.close()
         #expect(PartialFile.length(at: url) == 5000)
     }
+
+    /// Fails the syncs of folders only: a rename or link that may not survive a power cut.
+    struct FolderSyncFails: DiskFaults {
+        func fault(_ operation: DiskOperation, fd: Int32) -> Int32? {
+            var st = stat()
+            return operation == .sync && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR ? EIO : nil
+        }
+    }
+
+    /// A finished file's rename (or an unnamed one's link) whose folder's sync fails is taken
+    /// back, and the error thrown: no record may say done behind a name a power cut can take
+    /// away. Renamed, the file goes back to its partial name, whole; linked, the name goes
+    /// (the descriptor keeps the bytes). Before, the failure was ignored and the download
+    /// completed: the simulator's power cut then left a completed record and no file (seed
+    /// 40002245).
+    @Test func aRenameWhoseFolderSyncFailedIsTakenBack() throws {
+        let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-pf-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dir) }   // a temporary folder
+        let partial = dir.appendingPathComponent("x.bin.partial"), final = dir.appendingPathComponent("x.bin")
+        let bytes = Data(repeating: 9, count: 70_000)
+        let failing = EngineExecutor.current.with(disk: FolderSyncFails())
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try bytes.write(to: partial)
+        EngineExecutor.$current.withValue(failing) {
+            #expect { try PartialFile.finalize(partial: partial, to: final) } throws: { ($0 as? CourierError)?.code == .writeFailed }
+        }
+        #expect(!FileManager.default.fileExists(atPath: final.path))
+        #expect(try Data(contentsOf: partial) == bytes)
+        try PartialFile.finalize(partial: partial, to: final)   // the disk well again: in place
+        #expect(try Data(contentsOf: final) == bytes && !FileManager.default.fileExists(atPath: partial.path))
+        #if os(Linux)
+        let other = dir.appendingPathComponent("y.bin"), otherPartial = dir.appendingPathComponent("y.bin.partial")
+        let file = try PartialFile(unnamedAt: otherPartial, bufferSize: 64 << 10)
+        defer { try? file.close() }   // closes the descriptor
+        try bytes.withUnsafeBytes { try file.append($0) }
+        try file.flush()
+        EngineExecutor.$current.withValue(failing) {
+            #expect { try PartialFile.link(file.fd, partial: otherPartial, final: other) } throws: { ($0 as? CourierError)?.code == .writeFailed }
+        }
+        #expect(!FileManager.default.fileExists(atPath: other.path) && !FileManager.default.fileExists(atPath: otherPartial.path))
+        #endif
+    }
 }

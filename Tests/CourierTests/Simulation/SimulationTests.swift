@@ -85,12 +85,20 @@ import Testing
          "a partial whose sync failed (its last page lost, as Linux's page cache loses it) was kept; the download failed, the app resumed it, and the run went on from that partial and completed a wrong file (a partial whose sync failed is now deleted; found once the disk could fail)"),
         (30_000_637, ["system: task 1 for d1 ended 200; adopted", "thaw: process 1001", "app: resume d1: ok", "end: d1 completed"],
          "a resume here while the thaw launched the download's run: the run claimed the record between the resume's check for a run and its requeue, the requeue made the run stop at its next step, and the download sat queued with nobody to run it (the queue is now held through the resume's steps; found once the disk could fail)"),
-        (22_012_220, ["system: task 1 for d1 from byte 4071", "697 disk: a sync fails (EIO), ", "system: task 1 for d1: the app's step failed: E_WRITE", "end: d1 completed"],
+        (22_012_220, ["system: task 1 for d1 from byte 4071", "697 disk: a sync fails (EIO), ", "system: task 1 for d1: the app's step failed: E_WRITE"],
          "the hand-off's splice failed its sync (the partial's last page lost) and the hand-off ended keeping the bytes kept before it; the next run went on from them and completed a wrong file (the splice's failed sync now deletes the partial and the hand-off ends from nothing; found by a review, then in a long run)"),
-        (34_009_297, ["suspend: process 1001", "app: resume elsewhere d0: ok", "thaw: process 1001", "22469 event: d0 ended left to another process", "end: d0 completed"],
+        (34_009_297, ["suspend: process 1001", "app: resume elsewhere d0: ok", "thaw: process 1001", "22469 event: d0 ended left to another process"],
          "a suspended process's run whose sync had failed ended at its thaw, after the other process took the download over: its failure, not written (the record was no longer its own), was announced all the same, and the other process's requests came after an end (a refused failure or pause now ends as the record says)"),
         (23_089_268, ["disk: full from 0.036 seconds", "110 event: d2 ended paused E_NO_SPACE", "end: d2 failed E_COMPLETION_HOOK requests 44 "],
          "a range that fit in the buffer met the full disk only at its last flush, on the way out, which swallowed the error: the range was asked for again at once, 492 requests until space was freed (found in a long run of fresh seeds)"),
+        (40_002_245, ["world: the power is cut", "4176 disk: a sync fails (EIO)", "end: d0 failed E_WRITE"],
+         "a finished file's rename whose folder's sync failed was taken as done and the download completed; the power cut took the rename back: a completed record and no file (the rename is now undone and the download fails with the error; found once the power could be cut)"),
+        (40_000_614, ["app: cancel elsewhere d1: ok", "power: cut", "end: d1 gone"],
+         "a cancelled download's partial, deleted with its folder unsynced, came back after a power cut beside no record (a cancel now syncs the folder; found once the power could be cut)"),
+        (40_001_793, ["4681 server: /f1.bin bytes=350000- 200 ignoresRange", "app: cancel elsewhere d1: ok", "power: cut", "end: d1 gone"],
+         "a partial deleted unsynced by a restart from zero (a 200 to a range; the new partial unnamed), then the download cancelled: the cancel found no name to delete and synced nothing, and the old name came back after a power cut (a cancel now syncs the folder whatever it found, and a restart's deletion is made durable: either alone prevents it, checked)"),
+        (41_009_388, ["2046 server: /f0.bin bytes=0-349999 200 ignoresRange", "world: the power is cut", "power: f0.bin.partial lost (700000 B)", "end: d0 completed"],
+         "a segmented download restarted from zero (a 200 to a range) deleted its partial with the folder unsynced and preallocated a new one under the same name; the power cut brought the old file back under the ranges recorded for the new one, and the resume completed a file of two attempts (a partial deleted for a restart is now deleted for good first; found in the power cut's first long run)"),
     ]
 
     @Test(.enabled(if: ProcessInfo.processInfo.environment["COURIER_TEST_TRANSPORT"] == nil, "no transport of its own: run once, in the first pass"),
@@ -120,12 +128,12 @@ import Testing
         }
         let started = ContinuousClock.now
         // Two worlds at once, one per core, each on a thread of its own; the first three
-        // failures are enough to show.
+        // failures are enough to show (`COURIER_SIM_STOP_AFTER=N`: N, to survey a new world).
         let failing: @Sendable (SimulationExecutor.End, SimulationScenario.Outcome) -> Bool = { $0 != .finished || !$1.violations.isEmpty }
         // A long run says how far it got every 10,000 seeds, and each failure at once: one cut
         // off by a time limit still reports.
         let tally = Locked((done: 0, failed: 0))
-        let runs = await SimulationExecutor.onThreads(seeds, stopAfter: 3, failing: { failing($0.0, $0.1) }) { seed -> (SimulationExecutor.End, SimulationScenario.Outcome) in
+        let runs = await SimulationExecutor.onThreads(seeds, stopAfter: env["COURIER_SIM_STOP_AFTER"].flatMap(Int.init) ?? 3, failing: { failing($0.0, $0.1) }) { seed -> (SimulationExecutor.End, SimulationScenario.Outcome) in
             if env["COURIER_SIM_DEBUG"] != nil { print("begin \(seed)"); fflush(nil) }
             let (end, outcome) = Self.simulateHere(seed)
             let (done, failed) = tally.withLock { t in
