@@ -116,6 +116,9 @@ extension DownloadRun {
         if !unnamed || !PartialFile.opensUnnamed || FileManager.default.fileExists(atPath: partialURL.path) {
             try await renewLeaseOrStop()
         }
+        if unnamed, FileManager.default.fileExists(atPath: partialURL.path) {
+            try await Blocking.run { try PartialFile.deleteDurably(partialURL) }   // an old file's name must not come back over this one
+        }
         let file = try unnamed ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
             : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor

@@ -50,7 +50,8 @@ extension DownloadRun {
     /// asked for) and forgetting them in the record; `contentType`: the refused reply's,
     /// kept so a caller can say what arrived (a web page where a film was expected).
     func failDiscarding(_ error: CourierError, record: DownloadRecord, contentType: String? = nil) async throws -> AttemptOutcome {
-        try await discardPartial(context.fileURL(record.partialPath))
+        // The reason stands, and the bytes are forgotten, even when the deletion fails.
+        await context.bestEffort("deleting the refused bytes", id: id) { try await discardPartial(context.fileURL(record.partialPath)) }
         await context.bestEffort("forgetting the discarded bytes", id: id) {
             try await persist { $0.resetToZero(countingAttempt: false); $0.contentType = contentType ?? $0.contentType }
         }

@@ -17,10 +17,15 @@ extension DownloadRun {
         guard file.isUnnamed else { return }
         if try !file.materialize() {
             guard await stillMine() else { throw ExternalStop() }
-            if unlink(file.url.path) != 0, errno != ENOENT { throw PartialFile.error(errno, "delete", file.url) }
+            let stale = file.url
+            try await Blocking.run { try PartialFile.deleteDurably(stale) }   // its name must not come back over this one's
             guard try file.materialize() else { throw ExternalStop() }
         }
-        guard await stillMine() else { file.unname(); throw ExternalStop() }
+        guard await stillMine() else {
+            file.unname()
+            await syncFolder(ofDeletedName: file.url)
+            throw ExternalStop()
+        }
         // From here it is a named partial like any: a later stop with the record gone
         // deletes it (``DownloadRun/dropOrphanedPartial()``).
         openedPartial.set(file.url, file.openIdentity)

@@ -304,6 +304,13 @@ struct DownloadRun: Sendable {
         return r
     }
 
+    /// A name this run gave and took back (``PartialFile/unname()``) stays gone through a
+    /// power cut: its folder is synced. Only logged when that fails.
+    func syncFolder(ofDeletedName url: URL) async {
+        let folder = url.deletingLastPathComponent()
+        await context.bestEffort("syncing the folder of a name taken back", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
+    }
+
     func discardPartial(_ url: URL) async throws {
         unsavedReply.set(nil)   // its bytes are gone: what tied them to the server's file goes too
         try await Blocking.run { try PartialFile.deleteDurably(url) }
@@ -337,6 +344,9 @@ struct DownloadRun: Sendable {
         case let .some(.some(record)): unneeded = record.state == .completed
         case .none: unneeded = false   // unreadable: the file stays
         }
-        if unneeded { PartialFile.delete(opened.url, ifStill: opened.identity) }
+        if unneeded {
+            let url = opened.url, identity = opened.identity
+            await context.bestEffort("deleting an orphaned partial", id: id) { try await Blocking.run { try PartialFile.deleteDurably(url, ifStill: identity) } }
+        }
     }
 }

@@ -68,7 +68,11 @@ extension Downloader {
         }
         // Files go only once the rows that stopped claiming them are committed: a batch that
         // rolls back leaves every partial where it was.
-        for path in upserts.flatMap(\.discard) { unlink(root.appendingPathComponent(path).path) }
+        // Each for good (its folder synced): the new request's file may take the same name.
+        for path in upserts.flatMap(\.discard) {
+            let url = root.appendingPathComponent(path)
+            try? await Blocking.run { try PartialFile.deleteDurably(url) }   // as before, a partial that cannot be deleted stays (the new request's run replaces it)
+        }
         let results = upserts.map { (record: $0.record, disposition: $0.disposition) }
         for (p, result) in zip(prepared, results) where result.disposition == .queued {
             wholePartials.remove(p.id)

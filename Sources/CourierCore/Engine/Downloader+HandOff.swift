@@ -191,7 +191,7 @@ extension Downloader {
         let partial = context.fileURL(record.partialPath)
         // Before the commit: a kill after this unlink leaves the hand-off to be ended
         // again, which finds no partial and nothing to splice onto.
-        if unlink(partial.path) != 0, errno != ENOENT { throw FileErrors.error(errno, "delete", partial, .write) }
+        try await Blocking.run { try PartialFile.deleteDurably(partial) }   // for good: a power cut must not bring it back under a record from zero
         guard let updated = try await context.database.endHandOff(id: id, { r in
             r.requeue(keeping: 0, freshStart: false)
             r.resetToZero(countingAttempt: true)

@@ -152,9 +152,8 @@ extension Downloader {
             switch intent {
             case .cancel:
                 liveURLs[id] = nil
-                if let partial { unlink(partial.path) }
+                if let partial, unlink(partial.path) == 0 { await syncFolder(ofDeleted: partial, id: id) }
                 await context.bestEffort("deleting the record", id: id) { try await db.delete(id: id) }
-                if let partial { await syncFolder(ofDeleted: partial, id: id) }
                 end = .cancelled
             case .handOff:
                 // Not an end: the download goes on in the system's hands, and its stream
@@ -213,18 +212,13 @@ extension Downloader {
     }
 
     /// A cancelled download's partial, just deleted, stays deleted through a power cut: its
-    /// folder is synced, whether this cancel found the name or an earlier step of a run
-    /// deleted it unsynced (a restart from zero; the simulator's power cut brought such
-    /// partials back beside no record: seeds 40000614, 40001793). One fsync a cancel; a
-    /// failure only logged (the cancel is done); no folder, nothing to sync.
+    /// folder is synced before the record goes (the simulator's power cut brought such a
+    /// partial back beside no record: seed 40000614). Every other deletion of a partial is
+    /// made durable where it happens (`PartialFile.deleteDurably`), so a cancel that finds
+    /// no name syncs nothing (seed 40001793: a restart's deletion, then unsynced). One fsync
+    /// a cancel that deleted a partial; a failure only logged.
     func syncFolder(ofDeleted partial: URL, id: String) async {
         let folder = partial.deletingLastPathComponent()
-        await context.bestEffort("syncing the folder of a deleted partial", id: id) {
-            try await Blocking.run {
-                var st = stat()
-                guard stat(folder.path, &st) == 0 else { return }   // no folder: no name in it
-                try Durability.syncFolder(folder)
-            }
-        }
+        await context.bestEffort("syncing the folder of a deleted partial", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
     }
 }

@@ -46,6 +46,12 @@ extension PartialFile {
     /// a newer file under it (a restart from zero), which a resume would go on from (the
     /// simulator's power cut: seed 41009388, a completed file of two attempts). Blocks.
     static func deleteDurably(_ url: URL) throws {
+        try deleteDurably(url, ifStill: nil)
+    }
+
+    /// As ``deleteDurably(_:)``, only when `url` still names the file `identity` (when given).
+    static func deleteDurably(_ url: URL, ifStill identity: (device: UInt64, inode: UInt64)?) throws {
+        if let identity, Self.identity(at: url).map({ $0 != identity }) ?? true { return }
         guard unlink(url.path) == 0 else {
             if errno == ENOENT { return }
             throw error(errno, "delete", url)
@@ -95,7 +101,8 @@ extension PartialFile {
             throw FileErrors.error(error, "create the folder of", final, .write)
         }
         var st = stat()
-        if lstat(final.path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+        let replacing = lstat(final.path, &st) == 0
+        if replacing, (st.st_mode & S_IFMT) == S_IFDIR {
             throw CourierError(.writeFailed, "the final path \(final.lastPathComponent) is a directory")
         }
         guard rename(partial.path, final.path) == 0 else { throw error(errno, "rename", final) }
@@ -103,10 +110,11 @@ extension PartialFile {
             try Durability.syncFolder(dir)
         } catch {
             // The rename may not survive a power cut, and no record may say done behind it
-            // (the simulator's power cut: seed 40002245, a completed record and no file). The
-            // file goes back to its partial name, whole (the next run completes it without a
-            // request), and the download fails with the folder's error.
-            if rename(final.path, partial.path) != 0 { _ = errno }   // it stays in place: the record still says it is not done
+            // (the simulator's power cut: seed 40002245, a completed record and no file): the
+            // download fails with the folder's error. Where nothing was, the file goes back
+            // to its partial name, whole (a resume finds it so); over a file the user had,
+            // which the rename has already replaced, the new one stays in place.
+            if !replacing, rename(final.path, partial.path) != 0 { _ = errno }   // it stays in place: the record still says it is not done
             throw error
         }
     }

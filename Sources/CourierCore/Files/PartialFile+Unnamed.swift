@@ -122,8 +122,8 @@ extension PartialFile {
         do {
             try Durability.syncFolder(final.deletingLastPathComponent())
         } catch {
-            // The name may not survive a power cut: taken back (the descriptor keeps the
-            // bytes), and the error thrown, as for a rename (`finalize`).
+            // The name may not survive a power cut: taken back, and the error thrown, as for a
+            // rename where nothing was (`finalize`); the bytes go with the descriptor.
             _ = delete(final, ifStill: (UInt64(st.st_dev), UInt64(st.st_ino)))
             throw error
         }

@@ -46,7 +46,9 @@ extension DownloadRun {
             r.contentType = plan.contentType ?? r.contentType
             r.resumable = true; r.bytesReceived = 0
         }) != nil else { throw ExternalStop() }
-        unlink(partialURL.path)
+        // An older file's name gone for good before the new one takes it (a power cut must
+        // not bring it back under these ranges: the simulator, seed 41009388's kind).
+        try await Blocking.run { try PartialFile.deleteDurably(partialURL) }
         try PartialFile.preallocate(partialURL, length: terms.total)
         openedPartial.set(partialURL, PartialFile.identity(at: partialURL))
         activity.touch()

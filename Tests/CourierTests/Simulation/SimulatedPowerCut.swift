@@ -16,7 +16,9 @@ import Foundation
 /// durable, as with `synchronous=FULL`; the power-loss campaign cuts real SQLite files).
 ///
 /// The system's own files (`system-task-…`, the background transfers' downloads) are the
-/// system's: they stay as they are.
+/// system's: they stay as they are. Files are told apart by inode, which tmpfs never reuses
+/// (a counter): on another file system a freed partial's inode could name the next file and
+/// mix the two up, so a world gets a power cut only on tmpfs (``canCut(_:)``).
 final class DurableDisk: DiskFaults, @unchecked Sendable { // state under `lock`
     private struct Key: Hashable { let device: UInt64; let inode: UInt64 }
     private struct Entry { let key: Key; let isFolder: Bool }
@@ -30,34 +32,49 @@ final class DurableDisk: DiskFaults, @unchecked Sendable { // state under `lock`
     /// The names each folder held at its last sync.
     private var names: [Key: [String: Entry]] = [:]
     private var draws: SplitMix
-    private var folderSyncFailed = false
+    /// The folders whose last sync failed; at the cut, whether one had.
+    private var unsyncedFolders: Set<String> = []
+    private var cutAfterAFailedFolderSync = false
 
     /// A disk on which everything under `root` is durable now (the world starts there).
     init(root: URL, inner: (any DiskFaults)?, draws: SplitMix) {
-        self.root = root.standardizedFileURL.path
+        self.root = root.resolvingSymlinksInPath().standardizedFileURL.path
         self.inner = inner
         self.draws = draws
         settle()
     }
 
-    /// Whether a folder's sync failed: a name deleted there may come back at a cut whatever
-    /// the engine does (a cancel's partial, beside no record: litter, not a wrong file).
-    var aFolderSyncFailed: Bool { lock.withLock { folderSyncFailed } }
+    /// Whether the world's folder is on tmpfs, where this model holds (the simulator puts it
+    /// in /dev/shm where it can).
+    static func canCut(_ root: URL) -> Bool {
+        root.resolvingSymlinksInPath().path.hasPrefix("/dev/shm/")
+    }
+
+    /// Whether the cut came while a folder's last sync had failed: a name deleted there may
+    /// come back whatever the engine does (a cancel's partial, beside no record: litter, not
+    /// a wrong file).
+    var cutAfterFailedFolderSync: Bool { lock.withLock { cutAfterAFailedFolderSync } }
 
     func fault(_ operation: DiskOperation, fd: Int32) -> Int32? {
-        if let err = inner?.fault(operation, fd: fd) {
+        let err = inner?.fault(operation, fd: fd)
+        guard operation == .sync else { return err }
+        lock.withLock {
             var st = stat()
-            if operation == .sync, fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR { lock.withLock { folderSyncFailed = true } }
-            return err
+            if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, let path = Self.path(of: fd) {
+                if err == nil { unsyncedFolders.remove(path) } else { unsyncedFolders.insert(path) }
+            }
+            if err == nil { noteSync(fd) }
         }
-        if operation == .sync { lock.withLock { noteSync(fd) } }
-        return nil
+        return err
+    }
+
+    private static func path(of fd: Int32) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")   // not a descriptor of this process: no path
     }
 
     /// What `fd` names now becomes durable, when it is under the world's folder.
     private func noteSync(_ fd: Int32) {
-        guard let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),   // not a file of this process: not the world's
-              path == root || path.hasPrefix(root + "/") else { return }
+        guard let path = Self.path(of: fd), path == root || path.hasPrefix(root + "/") else { return }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return }
         let key = Key(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
@@ -73,6 +90,8 @@ final class DurableDisk: DiskFaults, @unchecked Sendable { // state under `lock`
     /// only: inode numbers differ from run to run, so they never reach the trace).
     func cut() -> [String] {
         lock.withLock {
+            cutAfterAFailedFolderSync = cutAfterAFailedFolderSync || !unsyncedFolders.isEmpty
+            unsyncedFolders = []
             var now: [Key: [String: Entry]] = [:]
             var bytes: [Key: Data] = [:]
             var paths: [String: Data?] = [:]   // what each path holds before the cut (nil: a folder)

@@ -62,7 +62,7 @@ struct SimulationScenario {
         // Power cuts from a ninth stream, in one world of two with a kill: the kill cuts the
         // power (every process dies, the disk keeps what was synced, `DurableDisk`).
         var cuts = SplitMix(seed: seed ^ Self.cutsStream)
-        let power = Self.killsAt(seed) != nil && cuts.next() % 2 == 0 ? DurableDisk(root: directory, inner: faulty, draws: SplitMix(seed: cuts.next())) : nil
+        let power = Self.killsAt(seed) != nil && cuts.next() % 2 == 0 && DurableDisk.canCut(directory) ? DurableDisk(root: directory, inner: faulty, draws: SplitMix(seed: cuts.next())) : nil
         guard let disk: any DiskFaults = power ?? faulty else { return await world(clock: clock, trace: trace, power: nil) }
         return await EngineExecutor.$current.withValue(EngineExecutor.current.with(disk: disk)) { await world(clock: clock, trace: trace, power: power) }
     }
@@ -385,7 +385,7 @@ struct SimulationScenario {
                     if let file, !server.versions(path).contains(file) { outcome.violations.append("\(id): cancelled, and left a file that is no version") }
                     // (After a power cut on a disk whose folder sync failed, the cancel's deletion
                     // of the partial may not have reached the disk: litter, not a wrong file.)
-                    if FileManager.default.fileExists(atPath: partial.path), power?.aFolderSyncFailed != true { outcome.violations.append("\(id): cancelled with a partial left") }
+                    if FileManager.default.fileExists(atPath: partial.path), power?.cutAfterFailedFolderSync != true { outcome.violations.append("\(id): cancelled with a partial left") }
                 case let state?:
                     outcome.violations.append("\(id): left \(state)")
                 }
