@@ -113,12 +113,11 @@ extension DownloadRun {
         // body's new unnamed partial (out of every other run's reach; checked when it gets a
         // name), unless a file is at the path (the unnamed open deletes it) or the system
         // has no unnamed files (Apple platforms: it is named, and cut, at once).
-        if !unnamed || !PartialFile.opensUnnamed || FileManager.default.fileExists(atPath: partialURL.path) {
+        let oldFile = unnamed && FileManager.default.fileExists(atPath: partialURL.path)
+        if !unnamed || !PartialFile.opensUnnamed || oldFile {
             try await renewLeaseOrStop()
         }
-        if unnamed, FileManager.default.fileExists(atPath: partialURL.path) {
-            try await Blocking.run { try PartialFile.deleteDurably(partialURL) }   // an old file's name must not come back over this one
-        }
+        if oldFile { try await Blocking.run { try PartialFile.deleteDurably(partialURL) } }   // for good: its name must not come back over this one
         let file = try unnamed ? PartialFile(unnamedAt: partialURL, bufferSize: config.writeBufferSize)
             : PartialFile(url: partialURL, bufferSize: config.writeBufferSize, directIO: config.usesDirectIO)
         defer { try? file.close() }   // every successful path closed it already; this only releases the descriptor
