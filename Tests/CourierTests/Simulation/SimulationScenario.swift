@@ -79,7 +79,7 @@ struct SimulationScenario {
         // what they were, so the corpus's older seeds keep their worlds.
         var later = SplitMix(seed: seed ^ 0x5EED_0F_1A7E_0001)
         // Kills from a third: in one world of four the app's process is killed at a moment
-        // drawn here and relaunched (the stream chosen so that no seed of the corpus is one).
+        // drawn here and relaunched (the stream chosen so that no seed then in the corpus was one).
         let killAt = Self.killsAt(seed)
         // Hand-offs from a fourth: in one world of three the app hands downloads off to the
         // system's background transfers and takes them back, at moments of its other actions.
@@ -566,23 +566,23 @@ struct SimulationScenario {
 
     /// The seed stream of kills (see `run`).
     static let fatesStream: UInt64 = 0x4B11_1ED0_0000_001F
-    /// The seed stream of hand-offs (see `run`), chosen so that no seed of the corpus is one
+    /// The seed stream of hand-offs (see `run`), chosen so that no seed then in the corpus was one
     /// (and seeds 1 and 3 of the same-trace test are).
     static let systemsStream: UInt64 = 0x5157_E4D0_0000_02B8
-    /// The seed stream of faults before a reply (see `run`), chosen so that no seed of the
-    /// corpus is one (and seeds 2 and 686656063 of the same-trace test are).
+    /// The seed stream of faults before a reply (see `run`), chosen so that no seed then in
+    /// the corpus was one (and seeds 2 and 686656063 of the same-trace test are).
     static let resetsStream: UInt64 = 0x2E5E_7000_0000_03C6
-    /// The seed stream of suspensions (see `run`), chosen so that no seed of the corpus is one
+    /// The seed stream of suspensions (see `run`), chosen so that no seed then in the corpus was one
     /// (and seeds 2 and 686656063 of the same-trace test are).
     static let suspendsStream: UInt64 = 0x5A5F_E4D0_0000_0015
-    /// The seed stream of faulty disks (see `run`), chosen so that no seed of the corpus is one
+    /// The seed stream of faulty disks (see `run`), chosen so that no seed then in the corpus was one
     /// (and seeds 3 and 686656063 of the same-trace test are).
     static let disksStream: UInt64 = 0xD15C_0000_0000_0287
-    /// The seed stream of power cuts (see `run`), chosen so that no seed of the corpus is one
+    /// The seed stream of power cuts (see `run`), chosen so that no seed then in the corpus was one
     /// (and seed 1 of the same-trace test is).
     static let cutsStream: UInt64 = 0x90E4_C070_0000_003B
-    /// The seed stream of completion hooks (see `world`), chosen so that no seed of the corpus
-    /// is one (and seeds 2 and 686656063 of the same-trace test are).
+    /// The seed stream of completion hooks (see `world`), chosen so that no seed then in the corpus
+    /// was one (and seeds 2 and 686656063 of the same-trace test are).
     static let hooksStream: UInt64 = 0x4007_0000_0000_0024
 
     static func words(_ end: DownloadEnd) -> String {

@@ -6,7 +6,7 @@ import Testing
 /// The engine under the simulator (issue 46): seeds of a world where the real `Downloader`
 /// meets a faulty server and an app that pauses, resumes and cancels at moments the seed
 /// picks, every step in an order the seed fixes. A failing seed is replayed with
-/// `COURIER_SIM_SEED=<seed> swift test --filter SimulationTests`.
+/// `COURIER_SIM_SEED=<seed> swift test --filter SimulationTests.seedsBreakNoInvariant`.
 @Suite struct SimulationTests {
     /// Runs `seed` in a fresh folder, on a thread of its own; how the executor ended, and
     /// the outcome.
@@ -31,7 +31,7 @@ import Testing
 
     /// What a failing seed prints: how to replay it, and the end of its trace.
     static func report(_ seed: UInt64, _ end: SimulationExecutor.End, _ outcome: SimulationScenario.Outcome) -> String {
-        "seed \(seed) (replay: COURIER_SIM_SEED=\(seed) swift test --filter SimulationTests): \(end), \(outcome.violations)\n"
+        "seed \(seed) (replay: COURIER_SIM_SEED=\(seed) swift test --filter SimulationTests.seedsBreakNoInvariant): \(end), \(outcome.violations)\n"
             + outcome.trace.suffix(40).joined(separator: "\n")
     }
 
