@@ -376,7 +376,10 @@ struct SimulationScenario {
                     // download taken over, before its completing write; the next run could not
                     // vouch for it) may stay: it may be the version the user had, and nothing
                     // written is taken away (RELIABILITY.md; seed 3600243512 for a suspension).
-                    let cut = killAt != nil || suspension != nil
+                    // So may one that failed with the disk's error (`E_WRITE`) as its file replaced
+                    // another in place: the rename has replaced it and its folder's sync failed
+                    // (undoing it would delete both; seed 43050621).
+                    let cut = killAt != nil || suspension != nil || record?.lastErrorCode == CourierError.Code.writeFailed.rawValue
                     if let file, !cut || !server.versions(path).contains(file) {
                         outcome.violations.append("\(id): failed with \(cut ? "a file that is no version" : "its file") in place")
                     }
