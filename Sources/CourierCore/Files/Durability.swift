@@ -18,12 +18,15 @@ package enum Durability {
         }
     }
 
-    /// Syncs a folder, so a rename inside it survives a power cut.
+    /// Syncs a folder, so a rename inside it survives a power cut. A file system that cannot
+    /// sync a folder at all (`EINVAL`, `ENOTSUP`: some network and FUSE mounts) is not an
+    /// error: nothing better can be done there, and a download to it must not fail for it;
+    /// a sync that fails (`EIO`) is.
     package static func syncFolder(_ folder: URL) throws {
         let dfd = Foundation.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dfd >= 0 else { throw FileErrors.error(errno, "open the folder", folder, .write) }
         defer { Foundation.close(dfd) }
-        guard sync(dfd) == 0 else { throw FileErrors.error(errno, "sync the folder", folder, .write) }
+        guard sync(dfd) == 0 || [EINVAL, ENOTSUP, EOPNOTSUPP].contains(errno) else { throw FileErrors.error(errno, "sync the folder", folder, .write) }
     }
 
     /// Creates `folder` and any missing parent, each made durable: a new folder's name is
