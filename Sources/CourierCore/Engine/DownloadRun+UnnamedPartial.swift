@@ -31,6 +31,13 @@ extension DownloadRun {
         openedPartial.set(file.url, file.openIdentity)
     }
 
+    /// A name this run gave and took back (``PartialFile/unname()``) stays gone through a
+    /// power cut: its folder is synced. Only logged when that fails.
+    func syncFolder(ofDeletedName url: URL) async {
+        let folder = url.deletingLastPathComponent()
+        await context.bestEffort("syncing the folder of a name taken back", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
+    }
+
     /// Whether the record is still this run's (downloading, under no other lease), read in
     /// a task a stop does not cancel. Unreadable: yes (as for a named partial, whose next
     /// guarded write finds out).

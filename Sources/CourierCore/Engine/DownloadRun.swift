@@ -304,13 +304,6 @@ struct DownloadRun: Sendable {
         return r
     }
 
-    /// A name this run gave and took back (``PartialFile/unname()``) stays gone through a
-    /// power cut: its folder is synced. Only logged when that fails.
-    func syncFolder(ofDeletedName url: URL) async {
-        let folder = url.deletingLastPathComponent()
-        await context.bestEffort("syncing the folder of a name taken back", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
-    }
-
     func discardPartial(_ url: URL) async throws {
         unsavedReply.set(nil)   // its bytes are gone: what tied them to the server's file goes too
         try await Blocking.run { try PartialFile.deleteDurably(url) }
