@@ -113,7 +113,7 @@ extension DownloadRun {
         // body's new unnamed partial (out of every other run's reach; checked when it gets a
         // name), unless a file is at the path (the unnamed open deletes it) or the system
         // has no unnamed files (Apple platforms: it is named, and cut, at once).
-        let oldFile = unnamed && FileManager.default.fileExists(atPath: partialURL.path)
+        let oldFile = unnamed && PartialFile.opensUnnamed && FileManager.default.fileExists(atPath: partialURL.path)
         if !unnamed || !PartialFile.opensUnnamed || oldFile {
             try await renewLeaseOrStop()
         }

@@ -20,6 +20,11 @@ extension DownloadRun {
            PartialFile.length(at: finalURL) == total,
            try record.expectedSHA256 == nil || Self.sha256(of: finalURL, length: total) == record.expectedSHA256 {
             try await discardPartial(partialURL)   // an empty one, named by a stop before its body
+            // Its rename's folder sync may have failed (the download then failed with the
+            // error, the file left over the one it replaced): synced now, before the record
+            // says done, or a power cut could leave a completed record over the older file.
+            let folder = finalURL.deletingLastPathComponent()
+            try await Blocking.run { try Durability.syncFolder(folder) }
             if let done = try await markCompleted(length: total) { return done }
             throw ExternalStop()
         }

@@ -67,11 +67,16 @@ extension Downloader {
             try prepared.map { p in try Self.upsert(p, in: db, runningHere: runningHere, owner: owner, root: root) }
         }
         // Files go only once the rows that stopped claiming them are committed: a batch that
-        // rolls back leaves every partial where it was.
-        // Each for good (its folder synced): the new request's file may take the same name.
-        for path in upserts.flatMap(\.discard) {
-            let url = root.appendingPathComponent(path)
-            try? await Blocking.run { try PartialFile.deleteDurably(url) }   // as before, a partial that cannot be deleted stays (the new request's run replaces it)
+        // rolls back leaves every partial where it was. At once, in this step (a run of the
+        // new request, started at the next suspension, makes its file under the same name),
+        // then for good: each folder synced once, so a power cut cannot bring an old name back.
+        let replaced = upserts.filter { !$0.discard.isEmpty }
+        let discarded = replaced.flatMap(\.discard).map { root.appendingPathComponent($0) }.filter { unlink($0.path) == 0 }
+        let folders = Set(discarded.map { $0.deletingLastPathComponent() })
+        if !folders.isEmpty {
+            await context.bestEffort("syncing the folders of replaced partials", id: replaced.map(\.record.id).joined(separator: ",")) {
+                try await Blocking.run { for folder in folders { try Durability.syncFolder(folder) } }
+            }
         }
         let results = upserts.map { (record: $0.record, disposition: $0.disposition) }
         for (p, result) in zip(prepared, results) where result.disposition == .queued {

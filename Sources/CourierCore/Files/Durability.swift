@@ -18,15 +18,24 @@ package enum Durability {
         }
     }
 
-    /// Syncs a folder, so a rename inside it survives a power cut. A file system that cannot
-    /// sync a folder at all (`EINVAL`, `ENOTSUP`: some network and FUSE mounts) is not an
-    /// error: nothing better can be done there, and a download to it must not fail for it;
-    /// a sync that fails (`EIO`) is.
+    /// Syncs a folder, so a rename inside it survives a power cut. A folder that cannot be
+    /// synced at all is not an error, since nothing better can be done there and a download
+    /// into it must not fail for it: a file system without folder syncs (`EINVAL`, `ENOTSUP`:
+    /// some network and FUSE mounts) or a folder this process may write but not read
+    /// (`EACCES`, `EPERM`: a drop box). A sync that fails (`EIO`) is an error, and so is a
+    /// folder that cannot be opened for another reason.
     package static func syncFolder(_ folder: URL) throws {
         let dfd = Foundation.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dfd >= 0 else { throw FileErrors.error(errno, "open the folder", folder, .write) }
+        guard dfd >= 0 else {
+            let err = errno
+            if err == EACCES || err == EPERM { return }
+            throw FileErrors.error(err, "open the folder", folder, .write)
+        }
         defer { Foundation.close(dfd) }
-        guard sync(dfd) == 0 || [EINVAL, ENOTSUP, EOPNOTSUPP].contains(errno) else { throw FileErrors.error(errno, "sync the folder", folder, .write) }
+        guard sync(dfd) != 0 else { return }
+        let err = errno
+        if err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP { return }
+        throw FileErrors.error(err, "sync the folder", folder, .write)
     }
 
     /// Creates `folder` and any missing parent, each made durable: a new folder's name is

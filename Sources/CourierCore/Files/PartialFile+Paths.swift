@@ -116,7 +116,7 @@ extension PartialFile {
             // download fails with the folder's error. Where nothing was, the file goes back
             // to its partial name, whole (a resume finds it so); over a file the user had,
             // which the rename has already replaced, the new one stays in place.
-            if !replacing, rename(final.path, partial.path) != 0 { _ = errno }   // it stays in place: the record still says it is not done
+            if !replacing { _ = rename(final.path, partial.path) }   // failing, it stays in place: the record still says it is not done
             throw error
         }
     }
