@@ -23,19 +23,12 @@ extension DownloadRun {
         }
         guard await stillMine() else {
             file.unname()
-            await syncFolder(ofDeletedName: file.url)
+            await context.syncFolder(ofDeleted: file.url, id: id)
             throw ExternalStop()
         }
         // From here it is a named partial like any: a later stop with the record gone
         // deletes it (``DownloadRun/dropOrphanedPartial()``).
         openedPartial.set(file.url, file.openIdentity)
-    }
-
-    /// A name this run gave and took back (``PartialFile/unname()``) stays gone through a
-    /// power cut: its folder is synced. Only logged when that fails.
-    func syncFolder(ofDeletedName url: URL) async {
-        let folder = url.deletingLastPathComponent()
-        await context.bestEffort("syncing the folder of a name taken back", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
     }
 
     /// Whether the record is still this run's (downloading, under no other lease), read in

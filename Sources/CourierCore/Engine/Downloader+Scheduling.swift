@@ -152,7 +152,7 @@ extension Downloader {
             switch intent {
             case .cancel:
                 liveURLs[id] = nil
-                if let partial, unlink(partial.path) == 0 { await syncFolder(ofDeleted: partial, id: id) }
+                if let partial { await context.deletePartial(partial, id: id) }
                 await context.bestEffort("deleting the record", id: id) { try await db.delete(id: id) }
                 end = .cancelled
             case .handOff:
@@ -209,16 +209,5 @@ extension Downloader {
             end = record.map { Self.persistedEvent($0).end ?? .leftToAnotherProcess(Self.leasedError($0)) } ?? .cancelled
         }
         context.hub.publish(.ended(id: id, end))
-    }
-
-    /// A cancelled download's partial, just deleted, stays deleted through a power cut: its
-    /// folder is synced before the record goes (the simulator's power cut brought such a
-    /// partial back beside no record: seed 40000614). Every other deletion of a partial is
-    /// made durable where it happens (`PartialFile.deleteDurably`), so a cancel that finds
-    /// no name syncs nothing (seed 40001793: a restart's deletion, then unsynced). One fsync
-    /// a cancel that deleted a partial; a failure only logged.
-    func syncFolder(ofDeleted partial: URL, id: String) async {
-        let folder = partial.deletingLastPathComponent()
-        await context.bestEffort("syncing the folder of a deleted partial", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
     }
 }

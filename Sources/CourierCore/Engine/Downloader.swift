@@ -258,11 +258,11 @@ public actor Downloader {
             let record = try await storedRecord(id)
             closeHandOffProgress(id)
             let partial = context.fileURL(record.partialPath)
-            if unlink(partial.path) == 0 { await syncFolder(ofDeleted: partial, id: id) }
+            await context.deletePartial(partial, id: id)
             try await context.database.delete(id: id)
             // Again: a run in another process may have named a small download's unnamed partial
             // in between (it checks the record after naming; this catches a name given before).
-            if unlink(partial.path) == 0 { await syncFolder(ofDeleted: partial, id: id) }
+            await context.deletePartial(partial, id: id)
             return false
         }
         if !stoppedRun { context.hub.publish(.ended(id: id, .cancelled)) }

@@ -52,6 +52,24 @@ struct EngineContext: Sendable {
         }
     }
 
+    /// Deletes a partial, when there is one, for good: its folder is synced before anything
+    /// the caller does next (a cancel's record deletion), so a power cut cannot bring it
+    /// back beside no record (the simulator's power cut: seed 40000614). A cancel that
+    /// finds no name syncs nothing: every other deletion of a partial is made durable where
+    /// it happens (`PartialFile.deleteDurably`; seed 40001793). One fsync when a partial
+    /// was deleted; a failed sync only logged.
+    func deletePartial(_ url: URL, id: String, isolation: isolated (any Actor)? = #isolation) async {
+        guard unlink(url.path) == 0 else { return }
+        await syncFolder(ofDeleted: url, id: id)
+    }
+
+    /// A name just deleted (a partial, or one a run gave and took back) stays gone through
+    /// a power cut: its folder is synced. A failure only logged.
+    func syncFolder(ofDeleted url: URL, id: String, isolation: isolated (any Actor)? = #isolation) async {
+        let folder = url.deletingLastPathComponent()
+        await bestEffort("syncing the folder of a deleted name", id: id) { try await Blocking.run { try Durability.syncFolder(folder) } }
+    }
+
     /// The absolute URL of a path relative to the root directory.
     func fileURL(_ relative: String) -> URL {
         // `isDirectory: false`: without it Foundation stats the path to decide (a stat for

@@ -107,7 +107,13 @@ import CourierOrigin
             try await d.waitForCompletion(id: "x")
             await d.shutdown()
             #expect(fx.finalData("x.bin") == b && fx.finalData("x.bin") != a)
-            #expect(gets(fx, "/b.bin").allSatisfy { $0.ifNoneMatch == nil && $0.range == nil })
+            // Its first request asks for the whole new file, unconditionally (the old file's
+            // validators match this one's: same size and date). A later one (a stall under
+            // load cut the first) may only go on from bytes of this file, already sent.
+            let asked = gets(fx, "/b.bin")
+            #expect(asked.first.map { $0.ifNoneMatch == nil && $0.range == nil } == true, "\(asked)")
+            #expect(asked.allSatisfy { $0.ifNoneMatch == nil }, "\(asked)")
+            #expect(asked.dropFirst().allSatisfy { $0.range == nil || asked[0].bodyBytesSent > 0 }, "\(asked)")
         }
     }
 

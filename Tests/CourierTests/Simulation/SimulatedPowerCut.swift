@@ -146,31 +146,23 @@ final class DurableDisk: DiskFaults, @unchecked Sendable { // state under `lock`
             }
             names = [:]
             contents = [:]
-            settleLocked()
-            if Self.tree(root) != afterByPath.filter({ !$0.key.hasPrefix(root + "/system-task-") }) { lines.append("power: the folder was not rewritten as drawn") }
+            if settleLocked().filter({ !$0.key.hasPrefix(root + "/system-task-") }) != afterByPath.filter({ !$0.key.hasPrefix(root + "/system-task-") }) { lines.append("power: the folder was not rewritten as drawn") }
             return lines
         }
     }
 
     /// Everything under the world's folder is durable as it is now.
-    private func settle() { lock.withLock { settleLocked() } }
+    private func settle() { lock.withLock { _ = settleLocked() } }
 
-    private func settleLocked() {
+    /// Returns the tree it found, by path (for the check after a cut).
+    private func settleLocked() -> [String: Data?] {
         var now: [Key: [String: Entry]] = [:]
         var bytes: [Key: Data] = [:]
         var paths: [String: Data?] = [:]
         Self.walk(root, into: &now, &bytes, &paths)
         names = now
         contents = bytes
-    }
-
-    /// The tree under `root` by path (the system's files left out), for the check after a cut.
-    private static func tree(_ root: String) -> [String: Data?] {
-        var now: [Key: [String: Entry]] = [:]
-        var bytes: [Key: Data] = [:]
-        var paths: [String: Data?] = [:]
-        walk(root, into: &now, &bytes, &paths)
-        return paths.filter { !$0.key.hasPrefix(root + "/system-task-") }
+        return paths
     }
 
     /// Every folder's names and every file's bytes under `folder`, by key and by path.

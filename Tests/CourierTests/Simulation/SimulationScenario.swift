@@ -180,6 +180,16 @@ struct SimulationScenario {
                                        logger: TraceLogHandler.logger("elsewhere", trace))
             try register(elsewhere)
             var killedElsewhere: Downloader?
+            // A process launched anew after a kill: a clock, a lease owner and connections of its own.
+            func launch(_ base: DownloaderConfiguration, as process: SimulatedProcess, _ name: String) throws -> Downloader {
+                var launched = base
+                launched.clock = ProcessClock(world: clock, process: process)
+                launched.leaseOwner = process.owner(liveness, wallClock: wall)
+                let relaunched = Downloader(configuration: launched, database: database, transport: SimulatedTransport(server: server, process: process),
+                                            logger: TraceLogHandler.logger(name, trace))
+                try register(relaunched)
+                return relaunched
+            }
             // The kill: the app's process stops dead, what was ready runs to its next wait (the
             // moment of the kill), the files and the database must agree, and the app is
             // launched again as a new process on them.
@@ -192,23 +202,13 @@ struct SimulationScenario {
                 if let power {
                     trace.add("power: cut")
                     for line in power.cut() { trace.add(line) }
-                    var again = second
-                    again.clock = ProcessClock(world: clock, process: processes[3])
-                    again.leaseOwner = processes[3].owner(liveness, wallClock: wall)
                     killedElsewhere = elsewhere
-                    elsewhere = Downloader(configuration: again, database: database, transport: SimulatedTransport(server: server, process: processes[3]),
-                                           logger: TraceLogHandler.logger("elsewhere again", trace))
-                    try register(elsewhere)
+                    elsewhere = try launch(second, as: processes[3], "elsewhere again")
                 }
                 outcome.violations += try await Self.disagreements(ids: ids, database: database, server: server, directory: directory, when: "after the kill")
                 if hooked { outcome.violations += try await Self.rowsDisagree(ids: ids, database: database, when: "after the kill") }
-                var next = configuration
-                next.clock = ProcessClock(world: clock, process: processes[2])
-                next.leaseOwner = processes[2].owner(liveness, wallClock: wall)
                 killed = downloader
-                downloader = Downloader(configuration: next, database: database, transport: SimulatedTransport(server: server, process: processes[2]),
-                                        logger: TraceLogHandler.logger("relaunched", trace))
-                try register(downloader)
+                downloader = try launch(configuration, as: processes[2], "relaunched")
                 let picked = try await downloader.start()
                 trace.add("relaunch: process 1003 picked up \(picked.sorted())")
                 system.deliver(to: downloader)
