@@ -17,18 +17,32 @@ import CourierOrigin
                 // are still downloading however long this takes on a loaded machine.
                 fx.origin.setFault(fault { $0.stallAfterBytes = 200_000 }, for: "/f\(i).bin")
             }
-            // Leases of 3 s, renewed every second: a loaded machine that delays a heartbeat by
-            // a second or two must not hand the records over (900 ms leases did, once in 20 runs).
+            // Leases of 3 s, renewed every second. The second judges them by a wall clock the
+            // test sets (a stall of the test process longer than a lease, on a loaded machine,
+            // let it take them over: a hogged CI run, 2026-11-30); the first by the real one.
+            let secondNow = Locked<Date?>(nil)
             let first = try fx.downloader { $0.leaseDuration = .seconds(3); $0.idleTimeout = .seconds(120) }
-            let second = try fx.downloader { $0.leaseDuration = .seconds(3) }
+            let second = try fx.downloader {
+                $0.leaseDuration = .seconds(3)
+                $0.leaseOwner = LeaseOwner.make(liveness: .system, wallClock: { secondNow.withLock { $0 } ?? Date() })
+            }
             #expect(first.leaseOwner != second.leaseOwner)
             for i in 0..<3 { try await first.enqueue(DownloadRequest(id: "f\(i)", url: fx.url("f\(i).bin"), destination: "f\(i).bin")) }
-            #expect(try await eventually { try await fx.database().allRecords().allSatisfy { $0.leaseOwner == first.leaseOwner.id } })
+            func leases() async throws -> [Date]? {
+                let records = try await fx.database().allRecords()
+                guard records.count == 3, records.allSatisfy({ $0.state == .downloading && $0.leaseOwner == first.leaseOwner.id }) else { return nil }
+                let expiries = records.compactMap(\.leaseExpiresAt)
+                return expiries.count == 3 ? expiries : nil
+            }
+            #expect(try await eventually { try await leases() != nil })
+            let claimed = try #require(try await leases())
 
             // Every way the second one could start them is refused while the lease holds,
-            // and keeps being refused after the first lease period (heartbeats renew it).
+            // and keeps being refused after the first lease period: heartbeats renew it.
+            secondNow.withLock { $0 = claimed.min()!.addingTimeInterval(-1) }
             #expect(try await second.resumePendingDownloads(includePaused: true).isEmpty)
-            try await Task.sleep(for: .milliseconds(3300))
+            #expect(try await eventually { try await leases().map { $0.min()! > claimed.max()!.addingTimeInterval(0.5) } ?? false })
+            secondNow.withLock { $0 = claimed.max()!.addingTimeInterval(0.3) }
             #expect(try await second.resumePendingDownloads(includePaused: true).isEmpty)
             await #expect { try await second.resume(id: "f0") } throws: { ($0 as? CourierError)?.code == .leased }
             await #expect { try await second.enqueue(DownloadRequest(id: "f1", url: fx.url("f1.bin"), destination: "f1.bin")) } throws: {
@@ -40,6 +54,7 @@ import CourierOrigin
             // The first stops (as at a relaunch): leases released, the second takes over and
             // resumes from the kept bytes.
             await first.shutdown()
+            secondNow.withLock { $0 = nil }
             #expect(try await fx.database().allRecords().allSatisfy { $0.leaseOwner == nil && $0.state == .queued })
             for i in 0..<3 { fx.origin.setFault(nil, for: "/f\(i).bin") }
             let picked = try await second.resumePendingDownloads()
