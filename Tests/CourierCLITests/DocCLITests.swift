@@ -52,8 +52,10 @@ import Testing
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         let data = try w.serve("big.bin", size: 12 << 20)
-        var slow = Fault(); slow.bytesPerSecond = 3 << 20
-        w.origin.setFault(slow, for: "/big.bin")
+        // The body stops after 4 MiB until the kill, so the kill lands mid-download however
+        // slowly this machine starts the process (20 s did not do, once, under a CPU hog).
+        var stalled = Fault(); stalled.stallAfterBytes = 4 << 20; stalled.stallSeconds = 600
+        w.origin.setFault(stalled, for: "/big.bin")
         let dir = w.base.appendingPathComponent("mirror")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         // The placeholder a listing would have made.
@@ -66,14 +68,15 @@ import Testing
                 .compactMap { try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize }.max() ?? 0
         }
         let (p, out, err) = try CLITests.launch(args)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while partialBytes() < 3 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let deadline = ContinuousClock.now + .seconds(300)   // a hang's guard, not a window
+        while partialBytes() < 3 << 20, p.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         kill(p.processIdentifier, SIGKILL)
         _ = await CLITests.finish(p, out, err)
         let kept = partialBytes()
         #expect(kept >= 3 << 20 && kept < data.count)
 
         w.origin.setFault(nil, for: "/big.bin")
+        w.origin.endStalls()   // the killed read's reply
         w.origin.clearRequests()
         let second = try await CLITests.run(args)
         #expect(second.status == 0, "stderr: \(second.stderr)")
