@@ -63,6 +63,7 @@ extension Downloader {
 
     func refillFailed() {
         refilling = false
+        stoppedWhileRefilling = []
         refillFailures += 1
         if refillFailures >= 5 {
             // The database keeps failing: stop draining (what is adopted still runs) rather
@@ -79,9 +80,26 @@ extension Downloader {
     func refilled(_ page: [DownloadRecord]) {
         refilling = false
         refillFailures = 0
+        let stopped = stoppedWhileRefilling
+        stoppedWhileRefilling = []
         if page.isEmpty { drainsQueue = false; wakeIdleWaiters(); return }
-        for record in page where adopted[record.id] == nil && running[record.id] == nil { adopt(record) }
+        for record in page where adopted[record.id] == nil && running[record.id] == nil && !stopped.contains(record.id) { adopt(record) }
         pump()
+    }
+
+    /// Stops download `id` if it runs here, with `intent`, and returns once its end is
+    /// recorded and announced; false when it does not run here. Either way it is no longer
+    /// waiting its turn, nor brought back by a page of the queue read before.
+    @discardableResult
+    func stopRunning(_ id: String, _ intent: Intent) async -> Bool {
+        adopted[id] = nil
+        if refilling { stoppedWhileRefilling.insert(id) }
+        guard let task = running[id] else { return false }
+        // A stop already asked for is never downgraded: cancel over pause over hand-off.
+        if intents[id].map({ $0.rank < intent.rank }) ?? true { intents[id] = intent }
+        task.run.cancel()
+        await task.supervisor.value
+        return true
     }
 
     /// The stored record of `id` once no run of this process is ending over it, nor stale: a

@@ -44,6 +44,7 @@ public protocol BackgroundUploading: Sendable {
     func uploadHandOffEnded(uploadId: String) async
     /// The system's tasks for upload `uploadId` have sent `inFlight` bytes of the pieces not
     /// yet confirmed (about ten times a second at most): the feature reports its progress
-    /// (what the server confirmed, stored, plus these).
+    /// (what the server confirmed, stored, plus these). Calls may arrive out of order, also
+    /// after ``uploadHandOffEnded(uploadId:)``.
     func uploadHandOffProgress(uploadId: String, inFlight: Int64) async
 }
