@@ -256,6 +256,10 @@ public actor Downloader {
     /// download's final file is left alone. Returns once both are gone.
     public func cancel(id: String) async throws {
         wholePartials.remove(id)
+        // Nothing starts here until the record is gone: a page of the queue read before could
+        // launch it between the stop and the delete (seed 2266592348; its next page too).
+        holdQueue()
+        defer { releaseQueue() }
         if await stoppedRunCancelled(id) { return }
         let stoppedRun = try await serialized(id) {
             // An adopted hand-off may have started it while this waited for its step.
