@@ -4,8 +4,8 @@ import Testing
 @testable import CourierAttachments
 
 /// The system's progress on a handed-off upload, told as the queue's own
-/// (`AttachmentQueue.uploadHandOffProgress`): only ever forward, also when a report the
-/// system computed before the hand-off's end arrives after it.
+/// (`AttachmentQueue.uploadHandOffProgress`): only ever forward, and never after the
+/// hand-off ended, also when a report the system computed before arrives after it.
 @Suite struct UploadHandOffProgressTests {
     @Test func aReportArrivingAfterTheHandOffEndedIsNotTold() async throws {
         let base = tempDir()
@@ -16,18 +16,23 @@ import Testing
         }
         let saved = try await device.queue.saveFile(data: Data(repeating: 7, count: 1000), mediaType: nil, fileExtension: "bin")
         let journal = AttachmentQueue.downloadID(saved.id)
-        try await device.queue.engineDatabase.beginUpload(UploadRecord(id: journal, sourcePath: "/f.bin", sourceSize: 1000, sourceModified: 1,
-                                                                       kind: .s3, target: "b/k", partSize: 100))
+        let database = await device.queue.engineDatabase
+        try await database.beginUpload(UploadRecord(id: journal, sourcePath: "/f.bin", sourceSize: 1000, sourceModified: 1, kind: .s3, target: "b/k", partSize: 500))
+        let pieces = (1...2).map { UploadHandOffPiece(uploadId: journal, number: $0, offset: Int64($0 - 1) * 500, size: 500, md5: "", sha256: "",
+                                                      bodyPath: base.appendingPathComponent("p\($0)").path, ownsBody: false, owner: nil) }
+        #expect(try await database.handOffUploadPieces(pieces))
 
         await device.queue.uploadHandOffProgress(uploadId: journal, inFlight: 500)
         await device.queue.uploadHandOffProgress(uploadId: journal, inFlight: 300)   // out of order: not told
         #expect(told.withLock { $0 } == [500])
+        // Both pieces end, then the queue hears of it; a report computed before arrives after.
+        for piece in pieces { #expect(try await database.endUploadHandOff(piece, confirmed: nil)) }
         await device.queue.uploadHandOffEnded(uploadId: journal)
-        await device.queue.uploadHandOffProgress(uploadId: journal, inFlight: 200)   // computed before the end, delivered after
+        await device.queue.uploadHandOffProgress(uploadId: journal, inFlight: 200)
         #expect(told.withLock { $0 } == [500])
 
-        // The next hand-off of that upload reports afresh.
-        _ = await device.queue.handOffUploads(to: base.appendingPathComponent("stash"))
+        // Handed off again: its reports are told afresh.
+        #expect(try await database.handOffUploadPieces([pieces[1]]))
         await device.queue.uploadHandOffProgress(uploadId: journal, inFlight: 100)
         #expect(told.withLock { $0 } == [500, 100])
     }

@@ -9,7 +9,6 @@ import Foundation
 /// completes the upload.
 extension AttachmentQueue: BackgroundUploading {
     public func handOffUploads(to folder: URL) async -> [UploadTaskRequest] {
-        handOffReported = handOffReported.filter { $0.value != Self.handOffOver }   // ended: this hand-off reports afresh
         guard let storage = storage as? any UploadHandingOff else { return [] }
         handingOff += 1
         defer {
@@ -43,12 +42,16 @@ extension AttachmentQueue: BackgroundUploading {
 
     /// The system's progress on an attachment's upload, told as the queue's own upload
     /// progress (``AttachmentQueueOptions/uploadProgress``): what the server confirmed plus
-    /// what the system's tasks have sent since.
+    /// what the system's tasks have sent since, while pieces are with the system.
     public func uploadHandOffProgress(uploadId: String, inFlight: Int64) async {
         let prefix = Self.downloadID("")
         guard let report = options.uploadProgress, uploadId.hasPrefix(prefix),
               let record = try? await engineDatabase.upload(id: uploadId)?.record,   // unreadable: this report is skipped, the next one comes
               let attachment = try? await attachment(id: String(uploadId.dropFirst(prefix.count))) else { return }   // the same
+        // The reports come in tasks of their own: one computed before the last piece ended
+        // can arrive after the hand-off's end, with less than was told (a hogged CI run: the
+        // film's bar went from 50 MiB back to 34 MiB). Over: the queue's own pass tells it.
+        guard let out = try? await engineDatabase.uploadHandOffPieces(uploadId: uploadId), !out.isEmpty else { return }   // unreadable: as above
         // Reports arrive from several tasks, not in order: only a larger count is told.
         let sent = min(record.sourceSize, record.confirmedBytes + inFlight)
         guard sent > handOffReported[uploadId, default: -1] else { return }
@@ -59,11 +62,7 @@ extension AttachmentQueue: BackgroundUploading {
 
     public func uploadHandOffEnded(uploadId: String) async {
         guard uploadId.hasPrefix(Self.downloadID("")) else { return }
-        // Not forgotten: the system's reports come in tasks of their own, and one computed
-        // before the last piece ended can arrive after this, with less than was told (a
-        // hogged CI run: the film's bar went from 50 MiB back to 34 MiB). The queue's own
-        // pass tells the upload's progress from here.
-        handOffReported[uploadId] = Self.handOffOver
+        handOffReported[uploadId] = nil
         requestSync()
     }
 

@@ -51,11 +51,8 @@ public actor AttachmentQueue {
     /// Between the start and the end of ``handOffUploads(to:)``: nothing new starts, and a
     /// transfer stopped for it is not a failure.
     var handingOff = 0
-    /// The largest progress told for each upload with the system (``uploadHandOffProgress(uploadId:inFlight:)``);
-    /// ``handOffOver`` once its hand-off ended, until the next hand-off.
+    /// The largest progress told for each upload with the system (``uploadHandOffProgress(uploadId:inFlight:)``).
     var handOffReported: [String: Int64] = [:]
-    /// A hand-off's progress after its end: a report delivered late is not told.
-    static let handOffOver = Int64.max
     /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.
     var stopped = true
     /// The watched attachments given to PowerSync's initializer, reconciled by ``startSync()``.
