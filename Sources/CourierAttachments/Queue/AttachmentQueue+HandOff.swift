@@ -32,7 +32,10 @@ extension AttachmentQueue: BackgroundUploading {
             // Only a plain file (the default local storage): a piece's body may be the file itself.
             guard let uri = attachment.localURI, let file = localStorage.plainFileURL(uri) else { continue }
             do {
-                requests += try await storage.handOffRemainder(of: file, attachment: attachment, journal: uploadJournal(for: attachment), folder: folder)
+                let handed = try await storage.handOffRemainder(of: file, attachment: attachment, journal: uploadJournal(for: attachment), folder: folder)
+                // A new hand-off, before its tasks exist: its reports start afresh.
+                if !handed.isEmpty { handOffReported[Self.downloadID(attachment.id)] = nil }
+                requests += handed
             } catch {
                 logger.warning("attachment \(attachment.id)'s upload stays with the queue: \(error)")
             }
@@ -62,7 +65,8 @@ extension AttachmentQueue: BackgroundUploading {
 
     public func uploadHandOffEnded(uploadId: String) async {
         guard uploadId.hasPrefix(Self.downloadID("")) else { return }
-        handOffReported[uploadId] = nil
+        // The mark stays (forgotten here, it let a report waiting on its reads, or an older
+        // hand-off's late end, tell less than was told); a late report finds no piece out.
         requestSync()
     }
 

@@ -51,7 +51,8 @@ public actor AttachmentQueue {
     /// Between the start and the end of ``handOffUploads(to:)``: nothing new starts, and a
     /// transfer stopped for it is not a failure.
     var handingOff = 0
-    /// The largest progress told for each upload with the system (``uploadHandOffProgress(uploadId:inFlight:)``).
+    /// The largest progress told for each upload with the system (``uploadHandOffProgress(uploadId:inFlight:)``),
+    /// from the start of its last hand-off (one entry per upload handed off by this process).
     var handOffReported: [String: Int64] = [:]
     /// Idle until ``startSync(watching:)`` or ``startSync()``; ``sync()`` runs a pass regardless.
     var stopped = true
