@@ -98,8 +98,13 @@ import Testing
         Case(name: "connection reset", script: { _, _ in [.reset] }, args: ["--max-attempts", "3"], code: "E_NETWORK", requests: 3),
     ]
 
-    /// 64 MiB of zeros, gzipped by the system's gzip (about 64 KiB): made before the command
-    /// starts (``aLyingServerGetsItsCodeAtOnce`` touches it), never while it waits for a byte.
+    /// The two bodies below, made once on a thread of their own (``offThePool(_:)``; a case
+    /// waits for them before its command starts, never while it waits for a byte). Made
+    /// inline by the first case, they held a thread of the cooperative pool for as long as
+    /// the child processes took, and every case after waited in their initializer.
+    static let bodiesMade = Task { try await offThePool { _ = (gzipBomb, compressedPastLimit) } }
+
+    /// 64 MiB of zeros, gzipped by the system's gzip (about 64 KiB).
     static let gzipBomb = output(of: "/bin/sh", ["-c", "head -c 67108864 /dev/zero | gzip -c"])
 
     /// 16 MiB of four letters at random, gzipped (about 4.6 MiB).
@@ -124,7 +129,7 @@ import Testing
     func aLyingServerGetsItsCodeAtOnce(_ lie: Case, transport: String) async throws {
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
-        _ = (Self.gzipBomb, Self.compressedPastLimit)
+        _ = try await Self.bodiesMade.value
         let server = try HostileServer(lie.script)
         defer { server.stop() }
         let target = w.out.appendingPathComponent("f.bin")

@@ -141,13 +141,16 @@ import Testing
         _ = try w.serve("big.bin", size: 8 << 20)
 
         // `courier get URL -o - | head -c 10`
-        let (p, out, err) = try CLITests.launch(["get", w.origin.url("/big.bin"), "-o", "-"])
-        let first = out.fileHandleForReading.readData(ofLength: 10)
-        try out.fileHandleForReading.close()
-        p.waitUntilExit()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let url = w.origin.url("/big.bin")
+        let (first, status, stderr) = try await offThePool {
+            let (p, out, err) = try CLITests.launch(["get", url, "-o", "-"])
+            let first = out.fileHandleForReading.readData(ofLength: 10)
+            try out.fileHandleForReading.close()
+            p.waitUntilExit()
+            return (first, p.terminationStatus, String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
         #expect(first.count == 10)
-        #expect(p.terminationStatus == 141, "\(p.terminationStatus): \(stderr)")
+        #expect(status == 141, "\(status): \(stderr)")
         #expect(!stderr.contains("Error Domain") && !stderr.contains("E_NETWORK"), "\(stderr)")
 
         // A folder on a read-only file system: for -d, and for --db.
@@ -165,17 +168,20 @@ import Testing
         }
 
         // A file whose name is not UTF-8 (the byte 0xFF), given to `put`.
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.currentDirectoryURL = w.out
-        shell.arguments = ["-c", "printf x > \"$(printf 'n\\377.bin')\" && exec \"$0\" put \"$(printf 'n\\377.bin')\" " + w.origin.url("/up/n.bin") + " --db " + w.db, CLITests.binary]
-        let shellErr = Pipe()
-        shell.standardError = shellErr
-        shell.standardOutput = FileHandle.nullDevice
-        try shell.run()
-        shell.waitUntilExit()
-        let said = String(decoding: shellErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(shell.terminationStatus == 64, "\(shell.terminationStatus): \(said)")
+        let (folder, script) = (w.out, "printf x > \"$(printf 'n\\377.bin')\" && exec \"$0\" put \"$(printf 'n\\377.bin')\" " + w.origin.url("/up/n.bin") + " --db " + w.db)
+        let (shellStatus, said) = try await offThePool {
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.currentDirectoryURL = folder
+            shell.arguments = ["-c", script, CLITests.binary]
+            let shellErr = Pipe()
+            shell.standardError = shellErr
+            shell.standardOutput = FileHandle.nullDevice
+            try shell.run()
+            shell.waitUntilExit()
+            return (shell.terminationStatus, String(decoding: shellErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        #expect(shellStatus == 64, "\(shellStatus): \(said)")
         #expect(said.contains("E_INVALID_PATH") && said.contains("not UTF-8"), "\(said)")
     }
 

@@ -1,4 +1,5 @@
 @testable import CourierCLI
+import CourierTestSupport
 import Foundation
 import Testing
 
@@ -21,15 +22,17 @@ import Testing
 
     /// The libraries a binary loads, as the dynamic loader resolves them.
     private func loaded(_ binary: String) async throws -> String {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
-        p.arguments = [binary]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try await offThePool {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/ldd")
+            p.arguments = [binary]
+            let out = Pipe()
+            p.standardOutput = out
+            try p.run()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
     }
 
     @Test func onlyTheURLSessionBuildLoadsFoundationNetworking() async throws {

@@ -103,3 +103,14 @@ public struct SplitMix: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// Runs `work`, which blocks its thread (a child process waited for, a file read to its
+/// end), on a thread of its own and awaits it. Never inline on Swift's cooperative pool: it
+/// has one thread per core (two here), and while two of them block, every task of the test
+/// process stands still (measured: two blocked threads held a 100 ms sleep for 5 s; the
+/// hogged runs of b278bd3 in RELIABILITY.md).
+public func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
