@@ -290,7 +290,8 @@ import Testing
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         _ = try w.serve("s.bin", size: 1000)
-        let made = try SelfSignedCertificate(in: w.base)
+        let base = w.base
+        let made = try await offThePool { try SelfSignedCertificate(in: base) }   // openssl: off the pool
         let origin = try await CourierOrigin.start(directory: w.served, tls: (made.certificate, made.key))
         defer { Task { try? await origin.stop() } }
         var downgrade = Fault()

@@ -9,7 +9,8 @@ import Testing
         let w = try await CLITests.World()
         defer { Task { await w.close() } }
         let data = try w.serve("s.bin", size: 30_000)
-        let made = try SelfSignedCertificate(in: w.base)
+        let base = w.base
+        let made = try await offThePool { try SelfSignedCertificate(in: base) }   // openssl: off the pool
         let cert = made.certificate, key = made.key
         let origin = try await CourierOrigin.start(directory: w.served, tls: (cert, key))
         defer { Task { try? await origin.stop() } }

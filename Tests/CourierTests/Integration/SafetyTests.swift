@@ -80,9 +80,9 @@ import CourierOrigin
         try await withFixture { fx in
             // 64 MiB of zeros, gzipped by the system's gzip to about 64 KiB, served as is.
             let zeros = fx.base.appendingPathComponent("zeros")
-            try Data(count: 64 << 20).write(to: zeros)
             let command = "gzip -9 -c '\(zeros.path)' > '\(fx.served.appendingPathComponent("bomb.bin").path)'"
             let status = try await offThePool {   // seconds under load: never on the cooperative pool
+                try Data(count: 64 << 20).write(to: zeros)
                 let gzip = Process()
                 gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
                 gzip.arguments = ["-c", command]

@@ -21,6 +21,9 @@ final class Fixture: @unchecked Sendable { // used from one test at a time
     private let http2Transport: AsyncHTTPClientTransport?
 
     init() async throws {
+        // nginx starts once, on first use (a key made by openssl, then a wait until it listens):
+        // off the cooperative pool, so the fixtures waiting for it hold none of its threads.
+        if Self.overHTTP2 { _ = try await offThePool { NginxServer.shared.certificate } }
         http2Transport = Self.overHTTP2 ? Self.ownAsyncHTTPClientTransport() : nil
         base = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("courier-test-\(UUID().uuidString)")
         served = base.appendingPathComponent("served")
